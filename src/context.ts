@@ -1,0 +1,16 @@
+/** What request handlers, workers and commands share: the adapters behind the ports, config, clock. */
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import type { EventStore } from './gateways/event-store/port.js';
+import type { ReadStore } from './gateways/read-store/port.js';
+import type { ReadSync } from './projections/read-sync.js';
+
+export interface Context {
+  config: Config;
+  events: EventStore;
+  reads: ReadStore;
+  sync: ReadSync;
+  logger: Logger;
+  /** Epoch ms; injectable so tests control time. */
+  now: () => number;
+}

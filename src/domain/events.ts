@@ -1,0 +1,69 @@
+/** Event vocabulary shared by commands, projections and workers. */
+import type { DomainEvent } from '../commands/decider.js';
+
+export interface SkillDef {
+  id: number;
+  name: string;
+}
+export interface QueueDef {
+  id: number;
+  name: string;
+}
+export interface AgentSkill {
+  skillId: number;
+  level: number;
+}
+
+export interface ServiceProvisionedData {
+  svcId: number;
+  name: string;
+  customer: string;
+  timezone: string;
+  dids: string[];
+  skills: SkillDef[];
+  queues: QueueDef[];
+  webhook: { url: string; secret: string } | null;
+  socketKey: string | null;
+  blocked: string[];
+}
+
+export interface AgentProvisionedData {
+  svcId: number;
+  agentId: number;
+  name: string;
+  number: string;
+  sip: string;
+  countryCode: string;
+  skills: AgentSkill[];
+}
+
+export interface CustomerProvisionedData {
+  svcId: number;
+  number: string;
+  name: string;
+  address: string;
+  note: string;
+  email: string | null;
+}
+
+export interface UserProvisionedData {
+  userId: number;
+  username: string;
+  passwordHash: string;
+  name: string;
+  email: string;
+  number: string;
+  admin: boolean;
+  agentId: number | null;
+  services: number[];
+  customer: string;
+}
+
+export type ServiceProvisioned = DomainEvent<'ServiceProvisioned', ServiceProvisionedData>;
+export type AgentProvisioned = DomainEvent<'AgentProvisioned', AgentProvisionedData>;
+export type CustomerProvisioned = DomainEvent<'CustomerProvisioned', CustomerProvisionedData>;
+export type UserProvisioned = DomainEvent<'UserProvisioned', UserProvisionedData>;
+export type UserPasswordChanged = DomainEvent<'UserPasswordChanged', { userId: number; passwordHash: string }>;
+export type UserProfileUpdated = DomainEvent<'UserProfileUpdated', { userId: number; email?: string; number?: string }>;
+
+export type UserEvent = UserProvisioned | UserPasswordChanged | UserProfileUpdated;

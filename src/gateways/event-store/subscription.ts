@@ -1,0 +1,67 @@
+/** A catch-up subscription built from paged reads plus a wake-up signal, shared by adapters. */
+import type { RecordedEvent, Subscription } from './port.js';
+
+export interface PollingSource {
+  after: number;
+  readPage(after: number): Promise<RecordedEvent[]>;
+  /** Registers a listener called when new events may exist; returns an unsubscribe function. */
+  onAppend(listener: () => void): () => void;
+  pollMs: number;
+  isClosed(): boolean;
+}
+
+export function pollingSubscription(src: PollingSource): Subscription {
+  let position = src.after;
+  let buffer: RecordedEvent[] = [];
+  let closed = false;
+  let wake: (() => void) | null = null;
+  // Set when an append is signalled while no one waits, so a wake-up between a read and the wait is not lost.
+  let pending = false;
+  const signal = () => {
+    const w = wake;
+    wake = null;
+    if (w) w();
+    else pending = true;
+  };
+  const off = src.onAppend(signal);
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    off();
+    signal();
+  };
+
+  async function* iterate(): AsyncGenerator<RecordedEvent> {
+    try {
+      while (!closed && !src.isClosed()) {
+        if (buffer.length === 0) {
+          pending = false;
+          buffer = await src.readPage(position);
+          if (buffer.length === 0) {
+            if (pending || closed) continue;
+            await new Promise<void>((resolve) => {
+              const t = setTimeout(signal, src.pollMs);
+              t.unref?.();
+              wake = () => {
+                clearTimeout(t);
+                resolve();
+              };
+            });
+            continue;
+          }
+        }
+        const next = buffer.shift()!;
+        position = next.position;
+        yield next;
+      }
+    } finally {
+      close();
+    }
+  }
+
+  const it = iterate();
+  return {
+    close,
+    [Symbol.asyncIterator]: () => it,
+  };
+}

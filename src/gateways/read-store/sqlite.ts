@@ -1,0 +1,121 @@
+/** Embedded read store: one SQLite file in WAL mode; documents are JSON text. */
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { Doc, DocWrite, FindOptions, ReadStore, Scalar } from './port.js';
+
+const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export class SqliteReadStore implements ReadStore {
+  private readonly db: Database.Database;
+  private readonly stmts;
+  private readonly findCache = new Map<string, Database.Statement>();
+
+  constructor(file: string, private readonly clock: () => number = Date.now) {
+    if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    // NORMAL is enough: documents and checkpoint commit together, and the log can replay them.
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS docs (
+        collection TEXT NOT NULL,
+        id TEXT NOT NULL,
+        data TEXT NOT NULL,
+        expires_at INTEGER,
+        PRIMARY KEY (collection, id)
+      ) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;
+    `);
+    this.stmts = {
+      get: this.db.prepare<[string, string, number], { data: string }>(
+        'SELECT data FROM docs WHERE collection = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)',
+      ),
+      upsert: this.db.prepare(
+        'INSERT INTO docs (collection, id, data, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at',
+      ),
+      insertIfAbsent: this.db.prepare(
+        'INSERT INTO docs (collection, id, data, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at WHERE docs.expires_at IS NOT NULL AND docs.expires_at <= ?',
+      ),
+      del: this.db.prepare('DELETE FROM docs WHERE collection = ? AND id = ?'),
+      checkpoint: this.db.prepare<[string], { position: number }>('SELECT position FROM checkpoints WHERE name = ?'),
+      setCheckpoint: this.db.prepare(
+        'INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = MAX(position, excluded.position)',
+      ),
+      purge: this.db.prepare('DELETE FROM docs WHERE expires_at IS NOT NULL AND expires_at <= ?'),
+    };
+    this.stmts.purge.run(this.clock());
+  }
+
+  async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
+    const row = this.stmts.get.get(collection, id, this.clock());
+    return row ? (JSON.parse(row.data) as T) : null;
+  }
+
+  async find<T extends Doc = Doc>(collection: string, where: Record<string, Scalar> = {}, options: FindOptions = {}): Promise<T[]> {
+    const fields = Object.keys(where).sort();
+    for (const f of fields) if (!FIELD.test(f)) throw new Error(`bad field name ${f}`);
+    const order = options.orderBy;
+    if (order && !FIELD.test(order.field)) throw new Error(`bad field name ${order.field}`);
+    const key = JSON.stringify([fields, order?.field, order?.direction, options.limit !== undefined]);
+    let stmt = this.findCache.get(key);
+    if (!stmt) {
+      const conds = fields.map((f) => `json_extract(data, '$.${f}') IS ?`);
+      const sql =
+        `SELECT data FROM docs WHERE collection = ? AND (expires_at IS NULL OR expires_at > ?)` +
+        conds.map((c) => ` AND ${c}`).join('') +
+        (order ? ` ORDER BY json_extract(data, '$.${order.field}') ${order.direction === 'desc' ? 'DESC' : 'ASC'}, id` : ' ORDER BY id') +
+        (options.limit !== undefined ? ' LIMIT ?' : '');
+      stmt = this.db.prepare(sql);
+      this.findCache.set(key, stmt);
+    }
+    const args: unknown[] = [collection, this.clock(), ...fields.map((f) => toSql(where[f]!))];
+    if (options.limit !== undefined) args.push(options.limit);
+    return (stmt.all(...args) as { data: string }[]).map((r) => JSON.parse(r.data) as T);
+  }
+
+  private commitTx = this.dbTx();
+  private dbTx() {
+    return (writes: DocWrite[], checkpoints: Record<string, number>) => {
+      this.db.transaction(() => {
+        for (const w of writes) {
+          if (w.doc === null) this.stmts.del.run(w.collection, w.id);
+          else this.stmts.upsert.run(w.collection, w.id, JSON.stringify(w.doc), null);
+        }
+        for (const [name, position] of Object.entries(checkpoints)) this.stmts.setCheckpoint.run(name, position);
+      })();
+    };
+  }
+
+  async commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void> {
+    this.commitTx(writes, checkpoints);
+  }
+
+  async checkpoint(name: string): Promise<number> {
+    return this.stmts.checkpoint.get(name)?.position ?? 0;
+  }
+
+  async put(collection: string, id: string, doc: Doc, options: { expiresAt?: number } = {}): Promise<void> {
+    this.stmts.upsert.run(collection, id, JSON.stringify(doc), options.expiresAt ?? null);
+  }
+
+  async insertIfAbsent(collection: string, id: string, doc: Doc, options: { expiresAt?: number } = {}): Promise<boolean> {
+    const info = this.stmts.insertIfAbsent.run(collection, id, JSON.stringify(doc), options.expiresAt ?? null, this.clock());
+    return info.changes > 0;
+  }
+
+  async delete(collection: string, id: string): Promise<void> {
+    this.stmts.del.run(collection, id);
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}
+
+// json_extract yields 1/0 for JSON booleans.
+function toSql(v: Scalar): string | number | null {
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  return v;
+}

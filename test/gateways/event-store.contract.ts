@@ -1,0 +1,138 @@
+/** One contract for every EventStore adapter: run it with a factory for a fresh, empty store. */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { WrongExpectedRevisionError, type EventStore, type RecordedEvent } from '../../src/gateways/event-store/port.js';
+
+const ev = (type: string, data: unknown = {}, id?: string) => ({ type, data, id });
+
+async function take(iter: AsyncIterable<RecordedEvent>, n: number, timeoutMs = 5000): Promise<RecordedEvent[]> {
+  const out: RecordedEvent[] = [];
+  const it = iter[Symbol.asyncIterator]();
+  const deadline = Date.now() + timeoutMs;
+  while (out.length < n) {
+    const next = await Promise.race([
+      it.next(),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out after ${out.length}/${n} events`)), Math.max(1, deadline - Date.now()))),
+    ]);
+    if (next.done) break;
+    out.push(next.value);
+  }
+  return out;
+}
+
+export function eventStoreContract(name: string, create: () => Promise<EventStore>) {
+  describe(`EventStore contract: ${name}`, () => {
+    let store: EventStore;
+    beforeEach(async () => {
+      store = await create();
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    it('reads an unknown stream as empty and starts at position 0', async () => {
+      expect(await store.readStream('nothing-here')).toEqual([]);
+      expect(await store.headPosition()).toBe(0);
+    });
+
+    it('appends and reads a stream in revision order with data, metadata and time', async () => {
+      const r = await store.appendToStream('s-1', [ev('A', { n: 1 }), { type: 'B', data: { n: 2 }, metadata: { by: 'me' } }], { expectedRevision: 'no_stream' });
+      expect(r.nextExpectedRevision).toBe(1);
+      const events = await store.readStream('s-1');
+      expect(events.map((e) => [e.type, e.revision, e.data])).toEqual([
+        ['A', 0, { n: 1 }],
+        ['B', 1, { n: 2 }],
+      ]);
+      expect(events[1]!.metadata).toEqual({ by: 'me' });
+      expect(events[0]!.streamId).toBe('s-1');
+      expect(typeof events[0]!.id).toBe('string');
+      expect(events[0]!.time).toBeGreaterThan(0);
+      expect(events[1]!.position).toBeGreaterThan(events[0]!.position);
+      expect(r.position).toBe(events[1]!.position);
+    });
+
+    it('reads from a revision with a max count', async () => {
+      await store.appendToStream('s', [ev('A'), ev('B'), ev('C'), ev('D')]);
+      const some = await store.readStream('s', { fromRevision: 1, maxCount: 2 });
+      expect(some.map((e) => e.type)).toEqual(['B', 'C']);
+    });
+
+    it('checks the expected revision and raises a typed conflict', async () => {
+      await store.appendToStream('s', [ev('A')], { expectedRevision: 'no_stream' });
+      await expect(store.appendToStream('s', [ev('B')], { expectedRevision: 'no_stream' })).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+      await expect(store.appendToStream('s', [ev('B')], { expectedRevision: 5 })).rejects.toMatchObject({ actual: 0, expected: 5 });
+      await expect(store.appendToStream('other', [ev('B')], { expectedRevision: 'stream_exists' })).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+      await store.appendToStream('s', [ev('B')], { expectedRevision: 0 });
+      await store.appendToStream('s', [ev('C')], { expectedRevision: 'stream_exists' });
+      await store.appendToStream('s', [ev('D')], { expectedRevision: 'any' });
+      expect((await store.readStream('s')).map((e) => e.type)).toEqual(['A', 'B', 'C', 'D']);
+    });
+
+    it('lets exactly one of two racing writers with the same expected revision win', async () => {
+      await store.appendToStream('race', [ev('Start')]);
+      const results = await Promise.allSettled([
+        store.appendToStream('race', [ev('X')], { expectedRevision: 0 }),
+        store.appendToStream('race', [ev('Y')], { expectedRevision: 0 }),
+      ]);
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      expect(results.filter((r) => r.status === 'rejected' && r.reason instanceof WrongExpectedRevisionError)).toHaveLength(1);
+      expect(await store.readStream('race')).toHaveLength(2);
+    });
+
+    it('treats a re-append of the same event ids as already done', async () => {
+      await store.appendToStream('idem', [ev('A', {}, '6f1c2a43-79b8-4a40-9a65-0d3ab7f2c001')]);
+      await store.appendToStream('idem', [ev('A', {}, '6f1c2a43-79b8-4a40-9a65-0d3ab7f2c001')], { expectedRevision: 'no_stream' });
+      expect(await store.readStream('idem')).toHaveLength(1);
+    });
+
+    it('appends to several streams atomically: all or nothing', async () => {
+      await store.appendToStream('b', [ev('B0')]);
+      await expect(
+        store.appendToStreams([
+          { streamId: 'a', events: [ev('A0')], expectedRevision: 'no_stream' },
+          { streamId: 'b', events: [ev('B1')], expectedRevision: 'no_stream' },
+        ]),
+      ).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+      expect(await store.readStream('a')).toEqual([]);
+      const ok = await store.appendToStreams([
+        { streamId: 'a', events: [ev('A0')], expectedRevision: 'no_stream' },
+        { streamId: 'b', events: [ev('B1')], expectedRevision: 0 },
+      ]);
+      expect(ok.map((r) => r.nextExpectedRevision)).toEqual([0, 1]);
+    });
+
+    it('reads all streams in one global order from a position', async () => {
+      await store.appendToStream('x', [ev('X1')]);
+      await store.appendToStream('y', [ev('Y1')]);
+      await store.appendToStream('x', [ev('X2')]);
+      const all = await store.readAll();
+      expect(all.map((e) => e.type)).toEqual(['X1', 'Y1', 'X2']);
+      const after = await store.readAll({ after: all[0]!.position });
+      expect(after.map((e) => e.type)).toEqual(['Y1', 'X2']);
+      expect(await store.readAll({ after: all[0]!.position, maxCount: 1 })).toHaveLength(1);
+      expect(await store.headPosition()).toBe(all[2]!.position);
+    });
+
+    it('catch-up subscription replays history, then tails live appends in order', async () => {
+      await store.appendToStream('h', [ev('H1'), ev('H2')]);
+      const sub = store.subscribeToAll();
+      const first = await take(sub, 2);
+      expect(first.map((e) => e.type)).toEqual(['H1', 'H2']);
+      const live = take(sub, 3);
+      await store.appendToStream('l', [ev('L1')]);
+      await store.appendToStream('m', [ev('L2'), ev('L3')]);
+      expect((await live).map((e) => e.type)).toEqual(['L1', 'L2', 'L3']);
+      sub.close();
+    });
+
+    it('subscription starts after a given position and ends when closed', async () => {
+      await store.appendToStream('p', [ev('P1'), ev('P2'), ev('P3')]);
+      const all = await store.readAll();
+      const sub = store.subscribeToAll({ after: all[1]!.position });
+      expect((await take(sub, 1)).map((e) => e.type)).toEqual(['P3']);
+      const it = sub[Symbol.asyncIterator]();
+      const pending = it.next();
+      sub.close();
+      expect((await pending).done).toBe(true);
+    });
+  });
+}
