@@ -1,0 +1,193 @@
+/**
+ * Applies a provisioning document as events, idempotently: a record is written only when it is
+ * new or differs from what provisioning last wrote for it, and all writes of one document are
+ * appended in one transaction, so a bad or interrupted application leaves nothing half-done.
+ */
+import type { EventStore, RecordedEvent, StreamAppend } from '../../gateways/event-store/port.js';
+import type {
+  AgentProvisionedData,
+  CustomerProvisionedData,
+  ServiceProvisionedData,
+  UserEvent,
+  UserProvisionedData,
+} from '../../domain/events.js';
+import { streams } from '../../domain/streams.js';
+import { hashPassword, verifyPassword } from '../../domain/password.js';
+import { fold, toDomain } from '../decider.js';
+import { userDecider } from '../user/user.js';
+import { validateProvisioning, type ProvisioningDocument } from './document.js';
+
+export interface ProvisioningResult {
+  services: number;
+  agents: number;
+  users: number;
+  /** Events appended (0 when the document was already applied). */
+  appended: number;
+  position: number;
+}
+
+const lastOf = <D>(events: RecordedEvent[], type: string): D | undefined => {
+  for (let i = events.length - 1; i >= 0; i--) if (events[i]!.type === type) return events[i]!.data as D;
+  return undefined;
+};
+
+const usernameStream = (username: string) => `username-${username}`;
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+class StreamCache {
+  private readonly cache = new Map<string, RecordedEvent[]>();
+  constructor(private readonly store: EventStore) {}
+  async read(streamId: string): Promise<RecordedEvent[]> {
+    let events = this.cache.get(streamId);
+    if (!events) {
+      events = await this.store.readStream(streamId);
+      this.cache.set(streamId, events);
+    }
+    return events;
+  }
+  expected(events: RecordedEvent[]) {
+    return events.length ? events[events.length - 1]!.revision : ('no_stream' as const);
+  }
+}
+
+export async function applyProvisioning(store: EventStore, input: unknown): Promise<ProvisioningResult> {
+  const cache = new StreamCache(store);
+  // Prefetch what validation needs to know about records provisioned before.
+  const raw = (input ?? {}) as Partial<ProvisioningDocument>;
+  const serviceCustomers = new Map<number, string>();
+  const agentsKnown = new Set<string>();
+  const usernames = new Map<string, number>();
+  if (Array.isArray(raw.users)) {
+    for (const u of raw.users) {
+      if (u && Array.isArray(u.services)) {
+        for (const svcId of u.services) {
+          if (!Number.isInteger(svcId) || svcId < 1) continue;
+          const svc = lastOf<ServiceProvisionedData>(await cache.read(streams.service(svcId)), 'ServiceProvisioned');
+          if (svc) serviceCustomers.set(svcId, svc.customer);
+          if (Number.isInteger(u.agentId) && (u.agentId as number) > 0) {
+            const agent = await cache.read(streams.agent(svcId, u.agentId as number));
+            if (lastOf(agent, 'AgentProvisioned')) agentsKnown.add(`${svcId}-${u.agentId}`);
+          }
+        }
+      }
+      if (u && typeof u.username === 'string' && u.username.length > 0 && u.username.length <= 100) {
+        const owner = currentOwner(await cache.read(usernameStream(u.username)));
+        if (owner !== undefined) usernames.set(u.username, owner);
+      }
+    }
+  }
+  if (Array.isArray(raw.services)) {
+    for (const s of raw.services) {
+      if (s && Number.isInteger(s.id) && s.id > 0) {
+        const svc = lastOf<ServiceProvisionedData>(await cache.read(streams.service(s.id)), 'ServiceProvisioned');
+        if (svc) serviceCustomers.set(s.id, svc.customer);
+      }
+    }
+  }
+  const doc = validateProvisioning(input, {
+    serviceCustomer: (id) => serviceCustomers.get(id),
+    agentExists: (svcId, agentId) => agentsKnown.has(`${svcId}-${agentId}`),
+    userIdByUsername: (name) => usernames.get(name),
+  });
+
+  const appends: StreamAppend[] = [];
+  const add = async (streamId: string, type: string, data: unknown, changed: (events: RecordedEvent[]) => boolean) => {
+    const events = await cache.read(streamId);
+    if (!changed(events)) return;
+    appends.push({ streamId, events: [{ type, data }], expectedRevision: cache.expected(events) });
+  };
+
+  let agentCount = 0;
+  for (const s of doc.services) {
+    const data: ServiceProvisionedData = {
+      svcId: s.id,
+      name: s.name,
+      customer: s.customer,
+      timezone: s.timezone ?? 'UTC',
+      dids: s.dids ?? [],
+      skills: (s.skills ?? []).map((k) => ({ id: k.id, name: k.name })),
+      queues: (s.queues ?? []).map((q) => ({ id: q.id, name: q.name })),
+      webhook: s.webhook ? { url: s.webhook.url, secret: s.webhook.secret } : null,
+      socketKey: s.socketKey ?? null,
+      blocked: s.blocked ?? [],
+    };
+    await add(streams.service(s.id), 'ServiceProvisioned', data, (ev) => !sameJson(lastOf(ev, 'ServiceProvisioned'), data));
+    for (const a of s.agents ?? []) {
+      agentCount++;
+      const agent: AgentProvisionedData = {
+        svcId: s.id,
+        agentId: a.id,
+        name: a.name,
+        number: a.number,
+        sip: a.sip ?? `agent-${a.id}`,
+        countryCode: a.countryCode ?? '',
+        skills: (a.skills ?? []).map((k) => ({ skillId: k.skillId, level: k.level ?? 1 })),
+      };
+      await add(streams.agent(s.id, a.id), 'AgentProvisioned', agent, (ev) => !sameJson(lastOf(ev, 'AgentProvisioned'), agent));
+    }
+    for (const c of s.customers ?? []) {
+      const customer: CustomerProvisionedData = {
+        svcId: s.id,
+        number: c.number,
+        name: c.name ?? '',
+        address: c.address ?? '',
+        note: c.note ?? '',
+        email: c.email ?? null,
+      };
+      await add(streams.customer(s.id, c.number), 'CustomerProvisioned', customer, (ev) => !sameJson(lastOf(ev, 'CustomerProvisioned'), customer));
+    }
+  }
+
+  for (const u of doc.users) {
+    const customer = serviceCustomers.get(u.services[0]!) ?? doc.services.find((s) => s.id === u.services[0])!.customer;
+    const events = await cache.read(streams.user(u.id));
+    const state = fold(userDecider, events.map((e) => toDomain<UserEvent>(e)));
+    const samePassword = state.exists && (await verifyPassword(u.password, state.provisionedPasswordHash));
+    const data: UserProvisionedData = {
+      userId: u.id,
+      username: u.username,
+      // '' keeps the current hash (and any password the user set since).
+      passwordHash: samePassword ? '' : await hashPassword(u.password),
+      name: u.name ?? u.username,
+      email: u.email ?? '',
+      number: u.number ?? '',
+      admin: u.admin === true,
+      agentId: u.agentId ?? null,
+      services: u.services,
+      customer,
+    };
+    const last = lastOf<UserProvisionedData>(events, 'UserProvisioned');
+    const unchanged = samePassword && last && sameJson({ ...last, passwordHash: '' }, data);
+    if (!unchanged) appends.push({ streamId: streams.user(u.id), events: [{ type: 'UserProvisioned', data }], expectedRevision: cache.expected(events) });
+    // Usernames are unique: a claim stream per name makes the event store enforce it.
+    if (state.exists && state.username !== u.username) {
+      const old = await cache.read(usernameStream(state.username));
+      appends.push({ streamId: usernameStream(state.username), events: [{ type: 'UsernameReleased', data: { userId: u.id, username: state.username } }], expectedRevision: cache.expected(old) });
+    }
+    const claim = await cache.read(usernameStream(u.username));
+    if (currentOwner(claim) !== u.id) {
+      appends.push({ streamId: usernameStream(u.username), events: [{ type: 'UsernameClaimed', data: { userId: u.id, username: u.username } }], expectedRevision: cache.expected(claim) });
+    }
+  }
+
+  let position = await store.headPosition();
+  if (appends.length > 0) {
+    const results = await store.appendToStreams(appends);
+    position = Math.max(...results.map((r) => r.position));
+  }
+  return {
+    services: doc.services.length,
+    agents: agentCount,
+    users: doc.users.length,
+    appended: appends.reduce((n, a) => n + a.events.length, 0),
+    position,
+  };
+}
+
+function currentOwner(events: RecordedEvent[]): number | undefined {
+  const last = events[events.length - 1];
+  return last?.type === 'UsernameClaimed' ? (last.data as { userId: number }).userId : undefined;
+}

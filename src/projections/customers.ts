@@ -1,0 +1,53 @@
+/** Read model `customers`: CRM records by `<svcId>-<number>`. */
+import type { CustomerProvisionedData } from '../domain/events.js';
+import type { Projection } from './projection.js';
+
+export interface CustomerDoc extends Record<string, unknown> {
+  id: number;
+  svcId: number;
+  number: string;
+  name: string;
+  address: string;
+  note: string;
+  email: string | null;
+  countryCode: string;
+  dnd: boolean;
+  recentTxnIds: string[];
+  updateTime: number;
+}
+
+export const customerKey = (svcId: number, number: string) => `${svcId}-${number}`;
+
+/** Stable positive integer id from the key (customers have no operator-given id). */
+export function customerId(svcId: number, number: string): number {
+  let h = 0x811c9dc5;
+  for (const ch of customerKey(svcId, number)) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193);
+  return (h >>> 1) || 1;
+}
+
+export const customersProjection: Projection<CustomerDoc> = {
+  name: 'customers',
+  keys: (e) => {
+    if (e.type === 'CustomerProvisioned') {
+      const d = e.data as CustomerProvisionedData;
+      return [customerKey(d.svcId, d.number)];
+    }
+    return [];
+  },
+  evolve(doc, e) {
+    const d = e.data as CustomerProvisionedData;
+    return {
+      id: doc?.id ?? customerId(d.svcId, d.number),
+      svcId: d.svcId,
+      number: d.number,
+      name: d.name,
+      address: d.address,
+      note: d.note,
+      email: d.email,
+      countryCode: doc?.countryCode ?? '',
+      dnd: doc?.dnd ?? false,
+      recentTxnIds: doc?.recentTxnIds ?? [],
+      updateTime: e.time,
+    };
+  },
+};

@@ -1,0 +1,149 @@
+/**
+ * Runs projections over the event log. Each batch of events is applied to the documents it
+ * touches and committed with the new checkpoints in one read-store write, so every event is
+ * applied exactly once, even across a crash between events.
+ */
+import type { Logger } from 'pino';
+import type { EventStore, RecordedEvent, Subscription } from '../gateways/event-store/port.js';
+import type { Doc, DocWrite, ReadStore } from '../gateways/read-store/port.js';
+import { collectionOf, type Projection } from './projection.js';
+import { PositionWaiters } from './position-waiters.js';
+
+export interface ProjectionRunnerOptions {
+  maxBatch?: number;
+  logger?: Pick<Logger, 'error' | 'warn' | 'info'>;
+}
+
+export class ProjectionRunner {
+  private readonly checkpoints = new Map<string, number>();
+  private readonly waiters = new PositionWaiters();
+  private subscription: Subscription | null = null;
+  private queue: RecordedEvent[] = [];
+  private flushing: Promise<void> = Promise.resolve();
+  private flushScheduled = false;
+  private loop: Promise<void> | null = null;
+  private stopped = false;
+  private failure: unknown = null;
+
+  constructor(
+    private readonly events: EventStore,
+    private readonly store: ReadStore,
+    private readonly projections: Projection<any>[],
+    private readonly options: ProjectionRunnerOptions = {},
+  ) {
+    const names = new Set<string>();
+    for (const p of projections) {
+      if (names.has(p.name)) throw new Error(`duplicate projection ${p.name}`);
+      names.add(p.name);
+    }
+  }
+
+  /** Lowest checkpoint of all projections: every event at or before it is applied everywhere. */
+  get position(): number {
+    let min = Infinity;
+    for (const p of this.projections) min = Math.min(min, this.checkpoints.get(p.name) ?? 0);
+    return min === Infinity ? 0 : min;
+  }
+
+  async start(): Promise<void> {
+    for (const p of this.projections) this.checkpoints.set(p.name, await this.store.checkpoint(p.name));
+    this.waiters.advance(this.position);
+    this.subscription = this.events.subscribeToAll({ after: this.position });
+    this.loop = this.consume(this.subscription);
+  }
+
+  /** Resolves once every projection has applied the event at `position`. */
+  waitFor(position: number, timeoutMs = 10_000): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    return this.waiters.wait(position, timeoutMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.subscription?.close();
+    await this.loop;
+    await this.flushing;
+  }
+
+  private async consume(sub: Subscription) {
+    const maxBatch = this.options.maxBatch ?? 500;
+    try {
+      for await (const event of sub) {
+        this.queue.push(event);
+        if (this.queue.length >= maxBatch) await this.flush();
+        else if (!this.flushScheduled) {
+          // Events already read arrive through microtasks; flushing on the next macrotask batches them.
+          this.flushScheduled = true;
+          setImmediate(() => {
+            this.flushScheduled = false;
+            void this.flush();
+          });
+        }
+        if (this.stopped) break;
+      }
+    } catch (err) {
+      if (!this.stopped) {
+        this.failure = err;
+        this.options.logger?.error({ err }, 'projection runner stopped: event subscription failed');
+        this.waiters.fail(err);
+      }
+    }
+  }
+
+  private flush(): Promise<void> {
+    this.flushing = this.flushing.then(() => this.applyQueued());
+    return this.flushing;
+  }
+
+  private async applyQueued(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch = this.queue;
+      this.queue = [];
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await this.applyBatch(batch);
+          break;
+        } catch (err) {
+          // A store outage: retry the same batch; nothing of it was committed.
+          this.options.logger?.error({ err, attempt }, 'projection batch failed; retrying');
+          if (this.stopped) return;
+          await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** attempt)));
+        }
+      }
+    }
+  }
+
+  /** Applies a batch with one commit. Exposed for tests that simulate crashes between batches. */
+  async applyBatch(batch: RecordedEvent[]): Promise<void> {
+    if (batch.length === 0) return;
+    const docs = new Map<string, { collection: string; id: string; doc: Doc | null; dirty: boolean }>();
+    const nextCheckpoints: Record<string, number> = {};
+    for (const p of this.projections) {
+      const from = this.checkpoints.get(p.name) ?? 0;
+      const collection = collectionOf(p);
+      for (const event of batch) {
+        if (event.position <= from) continue;
+        for (const id of p.keys(event)) {
+          const key = `${collection}\u0000${id}`;
+          let entry = docs.get(key);
+          if (!entry) {
+            entry = { collection, id, doc: await this.store.get(collection, id), dirty: false };
+            docs.set(key, entry);
+          }
+          const next = p.evolve(entry.doc, event, id);
+          if (next !== entry.doc) {
+            entry.doc = next;
+            entry.dirty = true;
+          }
+        }
+      }
+      const last = batch[batch.length - 1]!.position;
+      if (last > from) nextCheckpoints[p.name] = last;
+    }
+    const writes: DocWrite[] = [];
+    for (const e of docs.values()) if (e.dirty) writes.push({ collection: e.collection, id: e.id, doc: e.doc });
+    await this.store.commit(writes, nextCheckpoints);
+    for (const [name, pos] of Object.entries(nextCheckpoints)) this.checkpoints.set(name, pos);
+    this.waiters.advance(this.position);
+  }
+}
