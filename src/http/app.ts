@@ -1,0 +1,104 @@
+/** The fastify application: conventions (params, errors, limits, auth, docs) and every route. */
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import basicAuth from '@fastify/basic-auth';
+import formbody from '@fastify/formbody';
+import multipart from '@fastify/multipart';
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import { timingSafeEqual, createHash } from 'node:crypto';
+import type { Context } from '../context.js';
+import { AppError, unauthorized } from '../domain/errors.js';
+import { Authenticator, type AuthUser } from './auth/authenticator.js';
+import { registerErrorHandling } from './errors.js';
+import { routes } from './routes/index.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    user: AuthUser | null;
+  }
+  interface FastifyInstance {
+    operatorAuth: (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
+    authenticator: Authenticator;
+  }
+}
+
+export const BODY_LIMIT = 1024 * 1024;
+export const UPLOAD_LIMIT = 10 * 1024 * 1024;
+
+/** Rate-limit key: the presented username (before its password is checked), else the client address. */
+function rateKey(req: FastifyRequest): string {
+  const h = req.headers.authorization;
+  if (h?.startsWith('Basic ')) {
+    const decoded = Buffer.from(h.slice(6).trim(), 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon > 0) return `u:${decoded.slice(0, colon)}`;
+  }
+  if (h?.startsWith('Bearer ')) return 'operator';
+  return `ip:${req.ip}`;
+}
+
+export async function buildApp(ctx: Context): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: ctx.logger as FastifyBaseLogger,
+    bodyLimit: BODY_LIMIT,
+    // Per-request lines only at debug: at info they would cost more than the requests themselves.
+    logController: new LogController({ disableRequestLogging: ctx.config.logLevel !== 'debug' && ctx.config.logLevel !== 'trace' }),
+    // Parameters are validated by src/http/params.ts on the merged query+body; schemas document them.
+    ajv: { customOptions: { coerceTypes: false } },
+    return503OnClosing: true,
+  });
+  app.setValidatorCompiler(() => () => true);
+  registerErrorHandling(app);
+  app.decorateRequest('user', null);
+
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'cloud-telephony HTTP API', version: '1.0' },
+      components: {
+        securitySchemes: {
+          basic: { type: 'http', scheme: 'basic' },
+          operator: { type: 'http', scheme: 'bearer' },
+        },
+      },
+    },
+  });
+  if (ctx.config.rateLimitRps > 0) {
+    await app.register(rateLimit, {
+      global: true,
+      max: ctx.config.rateLimitRps,
+      timeWindow: 1000,
+      keyGenerator: rateKey,
+      errorResponseBuilder: (_req, c) => new AppError('RATE_LIMITED', `more than ${c.max} requests a second`, { 'Retry-After': String(Math.max(1, Math.ceil(c.ttl / 1000))) }),
+    });
+  }
+  await app.register(formbody, { bodyLimit: BODY_LIMIT });
+  await app.register(multipart, { limits: { fieldSize: BODY_LIMIT, fields: 100, files: 1, fileSize: UPLOAD_LIMIT, parts: 101 } });
+
+  const authenticator = new Authenticator(ctx.reads);
+  app.decorate('authenticator', authenticator);
+  await app.register(basicAuth, {
+    authenticate: { realm: 'telephony' },
+    async validate(username, password, req) {
+      // Credentials must see users provisioned before this request arrived.
+      await ctx.sync.caughtUp();
+      const user = await authenticator.authenticate(username, password);
+      if (!user) throw unauthorized();
+      req.user = user;
+    },
+  });
+
+  const tokenDigest = createHash('sha256').update(ctx.config.operatorToken).digest();
+  app.decorate('operatorAuth', async (req: FastifyRequest) => {
+    const h = req.headers.authorization ?? '';
+    const presented = h.startsWith('Bearer ') ? h.slice(7).trim() : '';
+    const ok = presented.length > 0 && timingSafeEqual(createHash('sha256').update(presented).digest(), tokenDigest);
+    if (!ok) throw new AppError('UNAUTHORIZED', 'operator bearer token required', { 'WWW-Authenticate': 'Bearer realm="telephony-ops"' });
+    await ctx.sync.caughtUp();
+  });
+
+  app.get('/docs', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/docs/json', { schema: { hide: true } }, async () => app.swagger());
+
+  for (const register of routes) register(app, ctx);
+  return app;
+}

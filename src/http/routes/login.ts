@@ -1,0 +1,27 @@
+/** GET /api/v1/login in its three forms (CONTRACT section 4). */
+import type { RouteRegistrar } from './index.js';
+import { defineRoute } from '../route.js';
+import { scopeService } from '../scope.js';
+import type { AuthUser } from '../auth/authenticator.js';
+
+const loginInfo = (user: AuthUser, serviceId: number) => ({
+  agentId: user.agentId,
+  isAdmin: user.admin,
+  serviceId,
+});
+
+export const loginRoutes: RouteRegistrar = (app, ctx) => {
+  defineRoute(app, ctx, {
+    method: 'GET',
+    url: '/api/v1/login',
+    summary: 'Login info for a service, or the assigned service ids',
+    tags: ['users'],
+    auth: 'user',
+    params: { 'svc-id': { type: 'integer', min: 1 } },
+    handler: ({ p, user }) => {
+      if (p['svc-id'] !== undefined) return loginInfo(user, scopeService(user, p['svc-id']));
+      if (user.services.length === 1) return loginInfo(user, user.services[0]!);
+      return user.services;
+    },
+  });
+};
