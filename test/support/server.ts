@@ -8,7 +8,7 @@ import { createPlatform, type Platform } from '../../src/platform.js';
 
 export const OPERATOR_TOKEN = 'test-operator-token';
 export const exampleDoc = () =>
-  JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../../../shared/examples/provisioning.json'), 'utf8'));
+  JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../../examples/provisioning.json'), 'utf8'));
 
 export interface TestServer {
   url: string;
