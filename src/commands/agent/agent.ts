@@ -1,0 +1,207 @@
+/**
+ * The agent aggregate (`agent-<svcId>-<agentId>`): login, breaks, number and name, and the agent's
+ * part in calls (reserved and ringing, talking, wrap-up). Call state lives here so that reserving an
+ * agent is an append with an expected revision: two calls can never take one agent.
+ */
+import type { Decider, DomainEvent } from '../decider.js';
+import type { AgentProvisioned, AgentSkill } from '../../domain/events.js';
+import { conflict, invalid, notFound } from '../../domain/errors.js';
+
+/** Break codes of the spec: 0 back from a break, 1..6 breaks, 7 logout; -1 means "no break" (plain login). */
+export const BREAK_NAMES: Record<number, string> = {
+  0: 'Login',
+  1: 'Lunch Break',
+  2: 'Tea Break',
+  3: 'Rest Room Break',
+  4: 'Huddle',
+  5: 'Training',
+  6: 'Nature Break',
+  7: 'Logout',
+};
+
+/** Latest calls kept on the agent record (CONTRACT section 5). */
+export const RECENT_CALLS = 20;
+
+type Ids = { svcId: number; agentId: number; time: number };
+
+export type AgentEvent =
+  | AgentProvisioned
+  | DomainEvent<'AgentLoggedIn', Ids>
+  | DomainEvent<'AgentLoggedOut', Ids>
+  | DomainEvent<'AgentBreakStarted', Ids & { code: number }>
+  | DomainEvent<'AgentBreakEnded', Ids>
+  | DomainEvent<'AgentNumberChanged', Ids & { number: string }>
+  | DomainEvent<'AgentNameChanged', Ids & { name: string }>
+  | DomainEvent<'AgentWrapUpSet', Ids & { seconds: number }>
+  /** Taken for a call: being rung. Only a free agent can be reserved. */
+  | DomainEvent<'AgentReserved', Ids & { xnid: string }>
+  | DomainEvent<'AgentAnswered', Ids & { xnid: string }>
+  /** Off the call: `freeAt` is when wrap-up ends (= time when there is none). */
+  | DomainEvent<'AgentReleased', Ids & { xnid: string; answered: boolean; freeAt: number }>;
+
+export interface AgentCall {
+  xnid: string;
+  phase: 'ringing' | 'talking';
+}
+
+export interface AgentState {
+  exists: boolean;
+  svcId: number;
+  agentId: number;
+  name: string;
+  number: string;
+  sip: string;
+  countryCode: string;
+  skills: AgentSkill[];
+  /** 0 logged in, 2 logged out. */
+  status: 0 | 2;
+  /** -1 plain login, 0 back from a break, 1..6 on a break, 7 logged out. */
+  breakCode: number;
+  call: AgentCall | null;
+  wrapUpS: number;
+  /** Epoch ms when the agent was last free-eligible from (login, break end, end of wrap-up). */
+  freeSince: number;
+  /** Epoch ms of the last state change. */
+  time: number;
+  /** Latest call ids, newest first. */
+  recentCalls: string[];
+}
+
+export type AgentCommand =
+  | { type: 'SetState'; status?: number; break?: number; time: number }
+  | { type: 'ChangeNumber'; number: string; time: number }
+  | { type: 'ChangeName'; name: string; time: number }
+  | { type: 'SetWrapUp'; seconds: number; time: number }
+  | { type: 'Reserve'; xnid: string; time: number }
+  | { type: 'Answer'; xnid: string; time: number }
+  | { type: 'Release'; xnid: string; time: number; wrapUp?: boolean };
+
+export function initialAgentState(): AgentState {
+  return {
+    exists: false,
+    svcId: 0,
+    agentId: 0,
+    name: '',
+    number: '',
+    sip: '',
+    countryCode: '',
+    skills: [],
+    status: 2,
+    breakCode: 7,
+    call: null,
+    wrapUpS: 0,
+    freeSince: 0,
+    time: 0,
+    recentCalls: [],
+  };
+}
+
+/** Free (CONTRACT section 5): logged in, not on a break, not on or rung for a call, not in wrap-up. */
+export function isFree(s: Pick<AgentState, 'status' | 'breakCode' | 'call' | 'freeSince'>, now: number): boolean {
+  return s.status === 0 && (s.breakCode === -1 || s.breakCode === 0) && s.call === null && s.freeSince <= now;
+}
+
+/** The dashboard's status string (CONTRACT section 6). */
+export function dashboardStatus(s: Pick<AgentState, 'status' | 'breakCode' | 'call' | 'freeSince'>, now: number): string {
+  if (s.call?.phase === 'talking') return '1';
+  if (s.call?.phase === 'ringing') return '5';
+  if (s.status === 2) return '2';
+  if (s.breakCode >= 1 && s.breakCode <= 6) return '3';
+  if (s.freeSince > now) return '4';
+  return '0';
+}
+
+export function evolveAgent(state: AgentState, event: AgentEvent): AgentState {
+  switch (event.type) {
+    case 'AgentProvisioned': {
+      const d = event.data;
+      return {
+        ...state,
+        exists: true,
+        svcId: d.svcId,
+        agentId: d.agentId,
+        name: d.name,
+        number: d.number,
+        sip: d.sip,
+        countryCode: d.countryCode,
+        skills: d.skills,
+      };
+    }
+    case 'AgentLoggedIn':
+      return { ...state, status: 0, breakCode: -1, time: event.data.time, freeSince: freeFrom(state, event.data.time) };
+    case 'AgentLoggedOut':
+      return { ...state, status: 2, breakCode: 7, time: event.data.time };
+    case 'AgentBreakStarted':
+      return { ...state, status: 0, breakCode: event.data.code, time: event.data.time };
+    case 'AgentBreakEnded':
+      return { ...state, status: 0, breakCode: 0, time: event.data.time, freeSince: freeFrom(state, event.data.time) };
+    case 'AgentNumberChanged':
+      return { ...state, number: event.data.number, time: event.data.time };
+    case 'AgentNameChanged':
+      return { ...state, name: event.data.name, time: event.data.time };
+    case 'AgentWrapUpSet':
+      return { ...state, wrapUpS: event.data.seconds };
+    case 'AgentReserved': {
+      const recent = [event.data.xnid, ...state.recentCalls.filter((x) => x !== event.data.xnid)].slice(0, RECENT_CALLS);
+      return { ...state, call: { xnid: event.data.xnid, phase: 'ringing' }, time: event.data.time, recentCalls: recent };
+    }
+    case 'AgentAnswered':
+      return { ...state, call: { xnid: event.data.xnid, phase: 'talking' }, time: event.data.time };
+    case 'AgentReleased':
+      return { ...state, call: null, time: event.data.time, freeSince: event.data.freeAt };
+  }
+}
+
+/** Becoming free-eligible keeps a wrap-up that has not run out yet. */
+const freeFrom = (state: AgentState, time: number) => Math.max(time, state.freeSince);
+
+function decideState(c: Extract<AgentCommand, { type: 'SetState' }>, s: AgentState): AgentEvent[] {
+  const ids = { svcId: s.svcId, agentId: s.agentId, time: c.time };
+  const logout = (): AgentEvent[] => {
+    if (s.call) throw conflict(`agent ${s.agentId} is on a call and cannot log out`);
+    return s.status === 2 ? [] : [{ type: 'AgentLoggedOut', data: ids }];
+  };
+  if (c.status !== undefined) {
+    if (c.status === 2) return logout();
+    if (c.status !== 0) throw invalid('status must be 0 (login) or 2 (logout)');
+    return s.status === 0 && s.breakCode === -1 ? [] : [{ type: 'AgentLoggedIn', data: ids }];
+  }
+  if (c.break === undefined) throw invalid('status or break is required');
+  const code = c.break;
+  if (!Number.isInteger(code) || code < 0 || code > 7) throw invalid('break must be a break code from 0 to 7');
+  if (code === 7) return logout();
+  if (code === 0) return s.status === 0 && s.breakCode === 0 ? [] : [{ type: 'AgentBreakEnded', data: ids }];
+  return s.status === 0 && s.breakCode === code ? [] : [{ type: 'AgentBreakStarted', data: { ...ids, code } }];
+}
+
+export const agentDecider: Decider<AgentCommand, AgentState, AgentEvent> = {
+  initialState: initialAgentState,
+  evolve: evolveAgent,
+  decide(c, s) {
+    if (!s.exists) throw notFound('agent not found');
+    const ids = { svcId: s.svcId, agentId: s.agentId, time: c.time };
+    switch (c.type) {
+      case 'SetState':
+        return decideState(c, s);
+      case 'ChangeNumber':
+        return c.number === s.number ? [] : [{ type: 'AgentNumberChanged', data: { ...ids, number: c.number } }];
+      case 'ChangeName':
+        return c.name === s.name ? [] : [{ type: 'AgentNameChanged', data: { ...ids, name: c.name } }];
+      case 'SetWrapUp':
+        return c.seconds === s.wrapUpS ? [] : [{ type: 'AgentWrapUpSet', data: { ...ids, seconds: c.seconds } }];
+      case 'Reserve':
+        if (s.call?.xnid === c.xnid) return [];
+        if (!isFree(s, c.time)) throw conflict(`agent ${s.agentId} is not free`);
+        return [{ type: 'AgentReserved', data: { ...ids, xnid: c.xnid } }];
+      case 'Answer':
+        if (s.call?.xnid !== c.xnid) throw conflict(`agent ${s.agentId} is not reserved for call ${c.xnid}`);
+        return s.call.phase === 'talking' ? [] : [{ type: 'AgentAnswered', data: { ...ids, xnid: c.xnid } }];
+      case 'Release': {
+        // Releasing twice, or for a call the agent has left, changes nothing: safe to replay.
+        if (s.call?.xnid !== c.xnid) return [];
+        const wrap = c.wrapUp && s.call.phase === 'talking' ? s.wrapUpS * 1000 : 0;
+        return [{ type: 'AgentReleased', data: { ...ids, xnid: c.xnid, answered: s.call.phase === 'talking', freeAt: c.time + wrap } }];
+      }
+    }
+  },
+};

@@ -1,0 +1,46 @@
+/** GET /api/v1/dashboard and GET /api/v1/transfer-details. */
+import type { RouteRegistrar } from './index.js';
+import { defineRoute } from '../route.js';
+import { scopeService } from '../scope.js';
+import { dashboard } from '../../queries/dashboard.js';
+import { serviceAgents } from '../../queries/agents.js';
+import type { ServiceDoc } from '../../projections/services.js';
+import { notFound } from '../../domain/errors.js';
+
+export const dashboardRoutes: RouteRegistrar = (app, ctx) => {
+  defineRoute(app, ctx, {
+    method: 'GET',
+    url: '/api/v1/dashboard',
+    summary: "The service's live dashboard",
+    tags: ['dashboard'],
+    auth: 'user',
+    params: { 'svc-id': { type: 'integer', required: true, min: 1 } },
+    handler: ({ p, user }) => dashboard(ctx, user, scopeService(user, p['svc-id'], 'svc-id', true)),
+  });
+
+  defineRoute(app, ctx, {
+    method: 'GET',
+    url: '/api/v1/transfer-details',
+    summary: 'Queues, services and agents a call can be transferred to',
+    tags: ['calls'],
+    auth: 'user',
+    params: {
+      'svc-id': { type: 'integer', min: 1 },
+      'queue-id': { type: 'integer', min: 0 },
+    },
+    handler: async ({ p, user }) => {
+      const svcId = scopeService(user, p['svc-id']);
+      const service = await ctx.reads.get<ServiceDoc>('services', String(svcId));
+      if (!service) throw notFound(`service ${svcId} not found`);
+      const services: Record<string, string> = {};
+      for (const id of user.services) services[String(id)] = (await ctx.reads.get<ServiceDoc>('services', String(id)))?.name ?? '';
+      return {
+        svcid: svcId,
+        queueid: p['queue-id'] ?? null,
+        queues: Object.fromEntries(service.queues.map((q) => [String(q.id), q.name])),
+        services,
+        agents: Object.fromEntries((await serviceAgents(ctx, svcId)).map((a) => [String(a.agentId), a.name])),
+      };
+    },
+  });
+};

@@ -1,0 +1,68 @@
+/** The dashboard object of the spec, from the agents, services and call read models. */
+import type { Context } from '../context.js';
+import type { AuthUser } from '../http/auth/authenticator.js';
+import type { ServiceDoc } from '../projections/services.js';
+import { dashboardStatus, isFree } from '../commands/agent/agent.js';
+import { dayOf } from '../domain/time.js';
+import { notFound } from '../domain/errors.js';
+import { agentRecord, serviceAgents } from './agents.js';
+
+/** Calls begun on one day in the service's timezone (maintained by the calls projections). */
+export interface CallStatsDoc extends Record<string, unknown> {
+  totalCalls: number;
+  ibCalls: number;
+  obCalls: number;
+}
+
+/** A caller waiting in a queue (maintained by the calls projections). */
+export interface QueuedCallerDoc extends Record<string, unknown> {
+  svcId: number;
+  queueId: number;
+  number: string;
+  xnid: string;
+  since: number;
+}
+
+export const callStatsKey = (svcId: number, day: string) => `${svcId}-${day}`;
+
+export async function dashboard(ctx: Context, user: AuthUser, svcId: number) {
+  const service = await ctx.reads.get<ServiceDoc>('services', String(svcId));
+  if (!service) throw notFound(`service ${svcId} not found`);
+  const now = ctx.now();
+  const all = await serviceAgents(ctx, svcId);
+  // Agent credentials see their own agent; the counts are the service's.
+  const visible = user.admin ? all : all.filter((a) => a.agentId === user.agentId);
+  const stats = await ctx.reads.get<CallStatsDoc>('call-stats', callStatsKey(svcId, dayOf(now, service.timezone)));
+  const inIvr = (await ctx.reads.find('in-ivr', { svcId })).length;
+  const waiting = await ctx.reads.find<QueuedCallerDoc>('queued-callers', { svcId }, { orderBy: { field: 'since' } });
+  const data: Record<string, { number: string; xnid: string; since: number }[]> = {};
+  for (const w of waiting) (data[String(w.queueId)] ??= []).push({ number: w.number, xnid: w.xnid, since: w.since });
+  return {
+    isSupervisor: user.admin,
+    userName: user.username,
+    serviceName: service.name,
+    svcId,
+    agents: visible.map(agentRecord),
+    svcSkills: service.skills.map((s, index) => ({ id: s.id, name: s.name, index, svc_id: svcId })),
+    dids: service.dids,
+    agentsData: visible.map((a) => ({
+      skills: a.skills.map((k) => ({ id: a.agentId * 1000 + k.skillId, agent_id: a.agentId, skill_id: k.skillId, skill_level: k.level })),
+      number: a.number,
+      name: a.name,
+      id: a.agentId,
+      sip: a.sip,
+      status: dashboardStatus(a, now),
+    })),
+    callStats: {
+      totalCalls: stats?.totalCalls ?? 0,
+      inIvr,
+      ibCalls: stats?.ibCalls ?? 0,
+      obCalls: stats?.obCalls ?? 0,
+    },
+    customersInQueue: { data, dataCount: String(waiting.length) },
+    agentStats: {
+      freeAgents: all.filter((a) => isFree(a, now)).length,
+      busyAgents: all.filter((a) => a.call !== null).length,
+    },
+  };
+}
