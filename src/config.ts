@@ -19,6 +19,8 @@ export interface Config {
   operatorTokenGenerated: boolean;
   provisionFile?: string;
   publicBaseUrl: string;
+  /** false when PUBLIC_BASE_URL was derived from HOST and PORT (then the bound port is used). */
+  publicBaseUrlSet: boolean;
   simAnswerMs: number;
   simRingTimeoutMs: number;
   simTalkMs: number;
@@ -98,6 +100,7 @@ export function loadConfig(env: Env = process.env): Config {
     dialerMaxTries: int(env, 'DIALER_MAX_TRIES', 2, 1),
     dialerRetryS: int(env, 'DIALER_RETRY_S', 60),
     rateLimitRps: int(env, 'RATE_LIMIT_RPS', 100),
+    publicBaseUrlSet: Boolean(env.PUBLIC_BASE_URL),
     logLevel: env.LOG_LEVEL || 'info',
   };
 }

@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import type { EventStore } from './gateways/event-store/port.js';
 import type { ReadStore } from './gateways/read-store/port.js';
 import type { ReadSync } from './projections/read-sync.js';
+import type { RecordingSigner } from './domain/recording.js';
 
 export interface Context {
   config: Config;
@@ -11,6 +12,8 @@ export interface Context {
   reads: ReadStore;
   sync: ReadSync;
   logger: Logger;
+  /** Signs and checks recording URLs. */
+  signer: RecordingSigner;
   /** Epoch ms; injectable so tests control time. */
   now: () => number;
 }

@@ -17,11 +17,15 @@ import { projections } from './projections/index.js';
 import { localReadSync, remoteReadSync } from './projections/read-sync.js';
 import { buildApp } from './http/app.js';
 import { applyProvisioning } from './commands/provisioning/provision.js';
+import { loadSigningKey, RecordingSigner } from './domain/recording.js';
+import { SimulatedSwitch } from './gateways/switch/simulator.js';
+import { CallFlow } from './workers/call-flow/manager.js';
 
 export interface Platform {
   ctx: Context;
   app: FastifyInstance | null;
   runner: ProjectionRunner | null;
+  callFlow: CallFlow | null;
   /** Listens on the configured ports; resolves with the HTTP address. */
   start(): Promise<{ httpUrl: string | null }>;
   /** Graceful: stop accepting, finish in-flight requests, stop workers, close stores. */
@@ -57,16 +61,22 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   const reads = openReadStore(config, now);
   const runner = config.roles.has('projector') ? new ProjectionRunner(events, reads, projections, { logger }) : null;
   const sync = runner ? localReadSync(events, runner) : remoteReadSync(events, reads, projections.map((p) => p.name));
-  const ctx: Context = { config, events, reads, sync, logger, now };
+  const signer = new RecordingSigner(await loadSigningKey(events), config.publicBaseUrl);
+  const ctx: Context = { config, events, reads, sync, logger, now, signer };
   const app = config.roles.has('api') ? await buildApp(ctx) : null;
+  const callFlow = config.roles.has('worker')
+    ? new CallFlow(ctx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
+    : null;
   let stopped = false;
 
   return {
     ctx,
     app,
     runner,
+    callFlow,
     async start() {
       if (runner) await runner.start();
+      if (callFlow) await callFlow.start();
       if (config.provisionFile) {
         const doc = JSON.parse(await readFile(config.provisionFile, 'utf8'));
         const result = await applyProvisioning(events, doc);
@@ -75,12 +85,14 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       }
       let httpUrl: string | null = null;
       if (app) httpUrl = await app.listen({ host: config.host, port: config.port });
+      if (httpUrl && !config.publicBaseUrlSet) signer.setBaseUrl(httpUrl);
       return { httpUrl };
     },
     async stop() {
       if (stopped) return;
       stopped = true;
       if (app) await app.close();
+      if (callFlow) await callFlow.stop();
       if (runner) await runner.stop();
       await reads.close();
       await events.close();

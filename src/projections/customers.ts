@@ -1,5 +1,6 @@
 /** Read model `customers`: CRM records by `<svcId>-<number>`. */
 import type { CustomerProvisionedData } from '../domain/events.js';
+import type { CallStartedData } from '../commands/call/call.js';
 import type { Projection } from './projection.js';
 
 export interface CustomerDoc extends Record<string, unknown> {
@@ -15,6 +16,9 @@ export interface CustomerDoc extends Record<string, unknown> {
   recentTxnIds: string[];
   updateTime: number;
 }
+
+/** Latest calls kept on a customer record (CONTRACT section 5). */
+export const RECENT_CUSTOMER_CALLS = 20;
 
 export const customerKey = (svcId: number, number: string) => `${svcId}-${number}`;
 
@@ -32,9 +36,19 @@ export const customersProjection: Projection<CustomerDoc> = {
       const d = e.data as CustomerProvisionedData;
       return [customerKey(d.svcId, d.number)];
     }
+    if (e.type === 'CallStarted') {
+      const d = e.data as CallStartedData;
+      return [customerKey(d.svcId, d.customerNumber)];
+    }
     return [];
   },
   evolve(doc, e) {
+    if (e.type === 'CallStarted') {
+      // A customer is created on first contact.
+      const c = e.data as CallStartedData;
+      const base = doc ?? { id: customerId(c.svcId, c.customerNumber), svcId: c.svcId, number: c.customerNumber, name: '', address: '', note: '', email: null, countryCode: c.countryCode, dnd: false, recentTxnIds: [], updateTime: e.time };
+      return { ...base, recentTxnIds: [c.xnid, ...base.recentTxnIds.filter((x) => x !== c.xnid)].slice(0, RECENT_CUSTOMER_CALLS), updateTime: e.time };
+    }
     const d = e.data as CustomerProvisionedData;
     return {
       id: doc?.id ?? customerId(d.svcId, d.number),

@@ -6,8 +6,12 @@ import { userRoutes } from './user.js';
 import { provisioningRoutes } from './ops-provisioning.js';
 import { agentRoutes } from './agents.js';
 import { dashboardRoutes } from './dashboard.js';
+import { callRoutes } from './calls.js';
+import { historyRoutes } from './history.js';
+import { simulatorRoutes } from './ops-simulator.js';
+import { recordingRoutes } from './recordings.js';
 
 export type RouteRegistrar = (app: FastifyInstance, ctx: Context) => void;
 
 /** Every resource's routes; a new resource file adds itself here. */
-export const routes: RouteRegistrar[] = [pingRoutes, loginRoutes, userRoutes, provisioningRoutes, agentRoutes, dashboardRoutes];
+export const routes: RouteRegistrar[] = [pingRoutes, loginRoutes, userRoutes, provisioningRoutes, agentRoutes, dashboardRoutes, callRoutes, historyRoutes, simulatorRoutes, recordingRoutes];

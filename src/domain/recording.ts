@@ -1,0 +1,78 @@
+/**
+ * Recording URLs: `PUBLIC_BASE_URL/recordings/<xnid>.wav?exp=<epoch s>&sig=<hmac>`, signed with a
+ * platform key that lives in the event store (stream `platform-keys`), so every process and every
+ * restart signs and checks alike. The simulator's recording is a short tone generated on request.
+ */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { EventStore } from '../gateways/event-store/port.js';
+import { WrongExpectedRevisionError } from '../gateways/event-store/port.js';
+
+const KEY_STREAM = 'platform-keys';
+
+/** The recording-signing key: created once by whichever process asks first. */
+export async function loadSigningKey(events: EventStore): Promise<Buffer> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const existing = await events.readStream(KEY_STREAM);
+    const found = existing.find((e) => e.type === 'RecordingKeyCreated');
+    if (found) return Buffer.from((found.data as { key: string }).key, 'base64');
+    try {
+      await events.appendToStream(KEY_STREAM, [{ type: 'RecordingKeyCreated', data: { key: randomBytes(32).toString('base64') } }], { expectedRevision: 'no_stream' });
+    } catch (err) {
+      if (!(err instanceof WrongExpectedRevisionError)) throw err;
+    }
+  }
+  throw new Error('could not load the recording key');
+}
+
+export class RecordingSigner {
+  constructor(
+    private readonly key: Buffer,
+    private baseUrl: string,
+  ) {}
+
+  /** With PORT=0 the base URL is known only once the server listens. */
+  setBaseUrl(url: string) {
+    this.baseUrl = url.replace(/\/+$/, '');
+  }
+
+  private sig(xnid: string, exp: number): string {
+    return createHmac('sha256', this.key).update(`${xnid}.${exp}`).digest('base64url');
+  }
+
+  /** A URL valid until `expiresAtMs`. */
+  url(xnid: string, expiresAtMs: number): string {
+    const exp = Math.floor(expiresAtMs / 1000);
+    return `${this.baseUrl}/recordings/${xnid}.wav?exp=${exp}&sig=${this.sig(xnid, exp)}`;
+  }
+
+  /** Whether a signature is right and unexpired at `nowMs`. */
+  verify(xnid: string, exp: string | undefined, sig: string | undefined, nowMs: number): 'ok' | 'bad' | 'expired' {
+    if (!exp || !sig || !/^\d{1,12}$/.test(exp)) return 'bad';
+    const want = Buffer.from(this.sig(xnid, Number(exp)));
+    const got = Buffer.from(sig);
+    if (want.length !== got.length || !timingSafeEqual(want, got)) return 'bad';
+    return Number(exp) * 1000 < nowMs ? 'expired' : 'ok';
+  }
+}
+
+/** A mono 8 kHz 16-bit PCM WAV of a 440 Hz tone, as the simulator's recording. */
+export function simulatedRecording(seconds: number): Buffer {
+  const rate = 8000;
+  const samples = Math.max(1, Math.round(rate * seconds));
+  const buf = Buffer.alloc(44 + samples * 2);
+  buf.write('RIFF', 0);
+  buf.writeUInt32LE(36 + samples * 2, 4);
+  buf.write('WAVE', 8);
+  buf.write('fmt ', 12);
+  buf.writeUInt32LE(16, 16);
+  buf.writeUInt16LE(1, 20);
+  buf.writeUInt16LE(1, 22);
+  buf.writeUInt32LE(rate, 24);
+  buf.writeUInt32LE(rate * 2, 28);
+  buf.writeUInt16LE(2, 32);
+  buf.writeUInt16LE(16, 34);
+  buf.write('data', 36);
+  buf.writeUInt32LE(samples * 2, 40);
+  for (let i = 0; i < samples; i++) buf.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)), 44 + i * 2);
+  return buf;
+}

@@ -1,0 +1,223 @@
+/** Calls: placing them and the control signals (hangup, transfer, add-call, whisper-spy). */
+import type { RouteRegistrar } from './index.js';
+import { defineRoute } from '../route.js';
+import { scopeService } from '../scope.js';
+import type { Context } from '../../context.js';
+import type { AuthUser } from '../auth/authenticator.js';
+import { handleCommand } from '../../commands/decider.js';
+import { callDecider, type CallCommand, type CallStartedData } from '../../commands/call/call.js';
+import { isFree } from '../../commands/agent/agent.js';
+import { streams } from '../../domain/streams.js';
+import { conflict, forbidden, invalid, notFound } from '../../domain/errors.js';
+import { dayOf } from '../../domain/time.js';
+import type { ServiceDoc } from '../../projections/services.js';
+import { findAgent, getAgent, targetAgent } from '../../queries/agents.js';
+import { callFor } from '../../queries/calls.js';
+import { newCallId } from '../../workers/call-flow/manager.js';
+
+export interface PlaceCall {
+  svcId: number;
+  number: string;
+  origin: CallStartedData['origin'];
+  namedAgentId: number | null;
+  agentFirst: boolean;
+  recording: boolean;
+  msgToAgent?: string;
+  countryCode?: string;
+  skillId?: number | null;
+  wrapUp?: boolean;
+  userId: number | null;
+  source?: Record<string, unknown> | null;
+  xnid?: string;
+}
+
+/** Appends CallStarted for an outbound call; the call-flow worker dials it. */
+export async function placeOutboundCall(ctx: Context, c: PlaceCall): Promise<{ xnid: string; position: number }> {
+  const service = await ctx.reads.get<ServiceDoc>('services', String(c.svcId));
+  if (!service) throw notFound(`service ${c.svcId} not found`);
+  const xnid = c.xnid ?? newCallId();
+  const time = ctx.now();
+  const data: CallStartedData = {
+    xnid,
+    svcId: c.svcId,
+    direction: 'Outbound',
+    origin: c.origin,
+    customerNumber: c.number,
+    did: service.dids[0] ?? '',
+    data: '',
+    recording: c.recording,
+    timezone: service.timezone,
+    day: dayOf(time, service.timezone),
+    agentFirst: c.agentFirst,
+    namedAgentId: c.namedAgentId,
+    skillId: c.skillId ?? null,
+    msgToAgent: c.msgToAgent ?? '',
+    countryCode: c.countryCode ?? '',
+    userId: c.userId,
+    blocked: false,
+    wrapUp: c.wrapUp ?? false,
+    source: c.source ?? null,
+    time,
+  };
+  const r = await handleCommand(ctx.events, streams.call(xnid), callDecider, { type: 'Start', data });
+  return { xnid, position: r.position };
+}
+
+/** A command on an existing call the user may act on; answers after the read models show it. */
+async function callCommand(ctx: Context, user: AuthUser, xnid: string, command: CallCommand) {
+  await callFor(ctx, user, xnid);
+  const r = await handleCommand(ctx.events, streams.call(xnid), callDecider, command);
+  await ctx.sync.waitFor(r.position);
+}
+
+/** The acting agent named by `agent-id`: agent credentials may name only themselves. */
+function actingAgent(user: AuthUser, agentId: number) {
+  if (!user.admin && user.agentId !== agentId) throw forbidden('agent credentials may act on their own agent only');
+}
+
+async function freeTarget(ctx: Context, svcId: number, agentId: number, name: string) {
+  const agent = await getAgent(ctx, svcId, agentId);
+  if (!agent) throw notFound(`${name}: no agent ${agentId} in service ${svcId}`);
+  if (!isFree(agent, ctx.now())) throw conflict(`agent ${agentId} is busy`);
+  return agent;
+}
+
+export const callRoutes: RouteRegistrar = (app, ctx) => {
+  defineRoute(app, ctx, {
+    method: 'POST',
+    url: '/api/v1/calls',
+    summary: 'Place a call (or schedule one with schedule-time)',
+    tags: ['calls'],
+    auth: 'user',
+    params: {
+      number: { type: 'phone', required: true },
+      'service-id': { type: 'integer', min: 1 },
+      'app-id': { type: 'string', maxLength: 100 },
+      'agent-sip': { type: 'string', maxLength: 100 },
+      'agent-number': { type: 'phone' },
+      'country-code': { type: 'integer', min: 0, max: 9999 },
+      'agent-dial-first': { type: 'boolean' },
+      recording: { type: 'boolean' },
+      'msg-to-agent': { type: 'string', maxLength: 1000 },
+      'schedule-time': { type: 'epoch' },
+      'max-tries': { type: 'integer', min: 1, max: 10 },
+      'skill-id': { type: 'integer', min: 1 },
+    },
+    handler: async ({ p, user }) => {
+      const svcId = scopeService(user, p['service-id'], 'service-id');
+      if (p['schedule-time'] !== undefined) throw invalid('schedule-time: scheduled calls are not available in this build');
+      let namedAgentId: number | null = null;
+      if (p['agent-sip'] !== undefined || p['agent-number'] !== undefined) {
+        namedAgentId = (await targetAgent(ctx, user, svcId, { agentSip: p['agent-sip'], agentNumber: p['agent-number'] })).agentId;
+      } else if (!user.admin && user.agentId !== null) {
+        namedAgentId = user.agentId;
+      }
+      if (namedAgentId !== null) await freeTarget(ctx, svcId, namedAgentId, 'agent');
+      const { xnid, position } = await placeOutboundCall(ctx, {
+        svcId,
+        number: p.number,
+        origin: 'api',
+        namedAgentId,
+        agentFirst: p['agent-dial-first'] ?? namedAgentId !== null,
+        recording: p.recording ?? true,
+        msgToAgent: p['msg-to-agent'],
+        countryCode: p['country-code'] === undefined ? '' : String(p['country-code']),
+        skillId: p['skill-id'] ?? null,
+        userId: user.id,
+      });
+      await ctx.sync.waitFor(position);
+      return { id: xnid };
+    },
+  });
+
+  defineRoute(app, ctx, {
+    method: 'POST',
+    url: '/api/v1/calls/:callTxnId',
+    summary: 'Send a signal to a call (signal=hangup)',
+    tags: ['calls'],
+    auth: 'user',
+    pathParams: { callTxnId: { type: 'uuid', required: true } },
+    params: { signal: { type: 'string', required: true, enum: ['hangup'] } },
+    handler: async ({ req, user }) => {
+      const xnid = ((req.params as { callTxnId: string }).callTxnId).toLowerCase();
+      await callCommand(ctx, user, xnid, { type: 'RequestHangup', userId: user.id, time: ctx.now() });
+      return true;
+    },
+  });
+
+  defineRoute(app, ctx, {
+    method: 'POST',
+    url: '/api/v1/hangup',
+    summary: 'Hang up a call',
+    tags: ['calls'],
+    auth: 'user',
+    params: { xnid: { type: 'uuid', required: true } },
+    handler: async ({ p, user }) => {
+      await callCommand(ctx, user, p.xnid, { type: 'RequestHangup', userId: user.id, time: ctx.now() });
+      return true;
+    },
+  });
+
+  defineRoute(app, ctx, {
+    method: 'POST',
+    url: '/api/v1/transfer',
+    summary: 'Transfer a call to another agent (BLIND or ATTENDED)',
+    tags: ['calls'],
+    auth: 'user',
+    params: {
+      'agent-id': { type: 'integer', required: true, min: 1 },
+      type: { type: 'string', required: true, maxLength: 10 },
+      'call-id': { type: 'uuid', required: true },
+      'to-agent-id': { type: 'integer', required: true, min: 1 },
+    },
+    handler: async ({ p, user }) => {
+      const mode = p.type.toUpperCase();
+      if (mode !== 'BLIND' && mode !== 'ATTENDED') throw invalid('type must be BLIND or ATTENDED');
+      actingAgent(user, p['agent-id']);
+      const call = await callFor(ctx, user, p['call-id']);
+      if (p['to-agent-id'] === p['agent-id']) throw invalid('to-agent-id must be another agent');
+      await freeTarget(ctx, call.svcId, p['to-agent-id'], 'to-agent-id');
+      await callCommand(ctx, user, call.xnid, { type: 'RequestTransfer', fromAgentId: p['agent-id'], toAgentId: p['to-agent-id'], mode, time: ctx.now() });
+      return true;
+    },
+  });
+
+  defineRoute(app, ctx, {
+    method: 'POST',
+    url: '/api/v1/add-call',
+    summary: 'Add another agent to a call',
+    tags: ['calls'],
+    auth: 'user',
+    params: {
+      xnid: { type: 'uuid', required: true },
+      toagentid: { type: 'integer', required: true, min: 1 },
+      'agent-id': { type: 'integer', required: true, min: 1 },
+    },
+    handler: async ({ p, user }) => {
+      actingAgent(user, p['agent-id']);
+      const call = await callFor(ctx, user, p.xnid);
+      await findAgent(ctx, call.svcId, { agentId: p['agent-id'] });
+      await freeTarget(ctx, call.svcId, p.toagentid, 'toagentid');
+      await callCommand(ctx, user, call.xnid, { type: 'RequestAddLeg', byAgentId: p['agent-id'], toAgentId: p.toagentid, time: ctx.now() });
+      return { isError: false, callTxnId: call.xnid };
+    },
+  });
+
+  defineRoute(app, ctx, {
+    method: 'POST',
+    url: '/api/v1/whisper-spy',
+    summary: 'Listen to (spy) or coach (whisper) a call from a phone number',
+    tags: ['calls'],
+    auth: 'user',
+    params: {
+      xnid: { type: 'uuid', required: true },
+      'country-code': { type: 'integer', required: true, min: 0, max: 9999 },
+      type: { type: 'string', required: true, enum: ['spy', 'whisper'] },
+      number: { type: 'phone', required: true },
+    },
+    handler: async ({ p, user }) => {
+      await callCommand(ctx, user, p.xnid, { type: 'RequestMonitor', number: p.number, mode: p.type as 'spy' | 'whisper', time: ctx.now() });
+      return { isError: false, callTxnId: p.xnid };
+    },
+  });
+};

@@ -1,0 +1,94 @@
+/** Operator: the simulated switch's inbound calls and hangups, and metering (CONTRACT section 3). */
+import type { RouteRegistrar } from './index.js';
+import { defineRoute } from '../route.js';
+import { handleCommand } from '../../commands/decider.js';
+import { callDecider, type CallStartedData } from '../../commands/call/call.js';
+import { streams } from '../../domain/streams.js';
+import { invalid, notFound } from '../../domain/errors.js';
+import { dayOf } from '../../domain/time.js';
+import type { ServiceDoc } from '../../projections/services.js';
+import type { CallDoc, MeteringDoc } from '../../projections/calls.js';
+import { newCallId } from '../../workers/call-flow/manager.js';
+
+const digits = (n: string) => n.replace(/^\+/, '');
+
+export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
+  defineRoute(app, ctx, {
+    method: 'POST',
+    url: '/ops/v1/simulator/inbound',
+    summary: 'A customer calls a DID',
+    tags: ['operator'],
+    auth: 'operator',
+    params: {
+      did: { type: 'phone', required: true },
+      from: { type: 'phone', required: true },
+      ivr: { type: 'string', maxLength: 32, description: 'digits the caller keys in the IVR' },
+    },
+    handler: async ({ p }) => {
+      if (p.ivr !== undefined && !/^[0-9*#]*$/.test(p.ivr)) throw invalid('ivr must be keypad digits');
+      // Services are few; a scan keeps DIDs without a second read model.
+      const services = await ctx.reads.find<ServiceDoc>('services');
+      const service = services.find((s) => s.dids.some((d) => digits(d) === digits(p.did)));
+      if (!service) throw notFound(`no service has DID ${p.did}`);
+      const xnid = newCallId();
+      const time = ctx.now();
+      const data: CallStartedData = {
+        xnid,
+        svcId: service.svcId,
+        direction: 'Inbound',
+        origin: 'inbound',
+        customerNumber: p.from,
+        did: p.did,
+        data: p.ivr ?? '',
+        recording: true,
+        timezone: service.timezone,
+        day: dayOf(time, service.timezone),
+        agentFirst: false,
+        namedAgentId: null,
+        skillId: null,
+        msgToAgent: '',
+        countryCode: '',
+        userId: null,
+        blocked: service.blocked.some((b) => digits(b) === digits(p.from)),
+        wrapUp: false,
+        source: null,
+        time,
+      };
+      const r = await handleCommand(ctx.events, streams.call(xnid), callDecider, { type: 'Start', data });
+      await ctx.sync.waitFor(r.position);
+      return { xnid };
+    },
+  });
+
+  defineRoute(app, ctx, {
+    method: 'POST',
+    url: '/ops/v1/simulator/hangup',
+    summary: 'A party of a call hangs up',
+    tags: ['operator'],
+    auth: 'operator',
+    params: {
+      xnid: { type: 'uuid', required: true },
+      party: { type: 'string', required: true, enum: ['customer', 'agent'] },
+    },
+    handler: async ({ p }) => {
+      if (!(await ctx.reads.get<CallDoc>('calls', p.xnid))) throw notFound(`call ${p.xnid} not found`);
+      const r = await handleCommand(ctx.events, streams.call(p.xnid), callDecider, { type: 'RequestSimulatedHangup', party: p.party as 'customer' | 'agent', time: ctx.now() });
+      await ctx.sync.waitFor(r.position);
+      return true;
+    },
+  });
+
+  defineRoute(app, ctx, {
+    method: 'GET',
+    url: '/ops/v1/metering',
+    summary: "A service's call counts: inbound, outbound, spam",
+    tags: ['operator'],
+    auth: 'operator',
+    params: { 'svc-id': { type: 'integer', required: true, min: 1 } },
+    handler: async ({ p }) => {
+      if (!(await ctx.reads.get('services', String(p['svc-id'])))) throw notFound(`service ${p['svc-id']} not found`);
+      const m = await ctx.reads.get<MeteringDoc>('metering', String(p['svc-id']));
+      return { inbound: m?.inbound ?? 0, outbound: m?.outbound ?? 0, spam: m?.spam ?? 0 };
+    },
+  });
+};

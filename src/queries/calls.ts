@@ -1,0 +1,42 @@
+/** Reading calls: tenant-checked lookup and the spec's call summary item. */
+import type { Context } from '../context.js';
+import type { AuthUser } from '../http/auth/authenticator.js';
+import type { CallDoc } from '../projections/calls.js';
+import { forbidden, notFound } from '../domain/errors.js';
+import { summaryTime } from '../domain/time.js';
+
+/** How long a recording URL handed out in a read stays valid. */
+export const READ_RECORDING_TTL_MS = 24 * 3600 * 1000;
+
+/** A call the user may act on: 404 when unknown, 403 when it belongs to another tenant's service. */
+export async function callFor(ctx: Context, user: AuthUser, xnid: string): Promise<CallDoc> {
+  const doc = await ctx.reads.get<CallDoc>('calls', xnid);
+  if (!doc) throw notFound(`call ${xnid} not found`);
+  if (!user.services.includes(doc.svcId)) throw forbidden(`call ${xnid} belongs to a service not assigned to these credentials`);
+  return doc;
+}
+
+export function callSummary(ctx: Context, c: CallDoc) {
+  const disposition = c.disposition ?? (c.agentId !== null ? 'answered' : 'missed');
+  return {
+    duration: String(c.durationS),
+    receivedBy: c.agentName,
+    note: '',
+    disposition: disposition.toUpperCase(),
+    xnid: c.xnid,
+    recording: c.recording ? ctx.signer.url(c.xnid, ctx.now() + READ_RECORDING_TTL_MS) : null,
+    time: summaryTime(c.startTime ?? c.requestedAt, c.timezone),
+    callType: c.direction.toUpperCase(),
+    ivrData: c.data,
+  };
+}
+
+/** Summaries of the given calls of one service, in the order asked; others' and unknown ids are left out. */
+export async function summaries(ctx: Context, svcId: number, xnids: string[]) {
+  const out = [];
+  for (const xnid of xnids) {
+    const doc = await ctx.reads.get<CallDoc>('calls', xnid.toLowerCase());
+    if (doc && doc.svcId === svcId) out.push(callSummary(ctx, doc));
+  }
+  return out;
+}

@@ -1,0 +1,477 @@
+/**
+ * The call-flow process manager: turns call requests (events) and switch signals into call and agent
+ * commands. It dials legs, picks agents (the named one, else the free agent free longest, reserved
+ * through the agent aggregate with an expected revision so no agent gets two calls, else the
+ * service's queue), bridges, transfers, and ends calls.
+ *
+ * It owns the switch, so it runs once (role `worker`). Each call is an actor whose steps run one at a
+ * time; the aggregate decides every step, so a step replayed or raced changes nothing twice. At start
+ * it ends the calls a previous process left open (the switch lost their legs) and frees their agents.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Context } from '../../context.js';
+import type { RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
+import type { Switch, SwitchSignal } from '../../gateways/switch/port.js';
+import { fold, handleCommand, toDomain } from '../../commands/decider.js';
+import { activeLegs, callDecider, type CallCommand, type CallEvent, type CallStartedData, type CallState } from '../../commands/call/call.js';
+import { agentDecider, type AgentCommand, type AgentState } from '../../commands/agent/agent.js';
+import { streams } from '../../domain/streams.js';
+import { AppError } from '../../domain/errors.js';
+import type { RecordingSigner } from '../../domain/recording.js';
+import type { ServiceDoc } from '../../projections/services.js';
+import type { CallDoc } from '../../projections/calls.js';
+import { freeAgents, serviceAgents } from '../../queries/agents.js';
+
+/** How long a recording URL in a webhook record stays valid. */
+export const WEBHOOK_RECORDING_TTL_MS = 7 * 24 * 3600 * 1000;
+
+interface AgentLeg {
+  agentId: number;
+  number: string;
+  name: string;
+  purpose: 'primary' | 'transfer' | 'add';
+  transfer?: { fromLeg: string | null; mode: 'BLIND' | 'ATTENDED' };
+  talked: boolean;
+}
+
+interface Actor {
+  xnid: string;
+  started: CallStartedData;
+  state: CallState;
+  seq: number;
+  customerLeg: string | null;
+  agentLegs: Map<string, AgentLeg>;
+  monitorLegs: Map<string, 'spy' | 'whisper'>;
+  /** Agents reserved for this call and not yet released. */
+  reserved: Map<number, AgentState>;
+  /** Agents that did not answer this call: not offered it again until they log in or end a break. */
+  tried: Set<number>;
+  offering: string | null;
+  ending: boolean;
+}
+
+export class CallFlow {
+  private readonly actors = new Map<string, Actor>();
+  private readonly chains = new Map<string, Promise<void>>();
+  private subscription: Subscription | null = null;
+  private loop: Promise<void> | null = null;
+  private ticker: NodeJS.Timeout | null = null;
+  private readonly dispatchPending = new Set<number>();
+  private stopped = false;
+
+  constructor(
+    private readonly ctx: Context,
+    private readonly sw: Switch,
+    private readonly signer: RecordingSigner,
+  ) {}
+
+  /** Calls this process is running (for tests and shutdown). */
+  get openCalls(): number {
+    return this.actors.size;
+  }
+
+  async start(): Promise<void> {
+    this.sw.onSignal((s) => this.run(s.callId, () => this.onSignal(s)));
+    const head = await this.ctx.events.headPosition();
+    await this.ctx.sync.waitFor(head);
+    await this.recover();
+    this.subscription = this.ctx.events.subscribeToAll({ after: head });
+    this.loop = this.consume(this.subscription);
+    // Wrap-up ends by the clock, not by an event: look at waiting callers every second.
+    this.ticker = setInterval(() => {
+      for (const a of this.actors.values()) if (a.state.queuedAt !== null) this.scheduleDispatch(a.started.svcId);
+    }, 1000);
+    this.ticker.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.ticker) clearInterval(this.ticker);
+    this.subscription?.close();
+    await this.loop;
+    await Promise.allSettled([...this.chains.values()]);
+    await this.sw.close();
+  }
+
+  /** Waits until every step queued so far has run (tests). */
+  async idle(): Promise<void> {
+    while (this.chains.size) await Promise.allSettled([...this.chains.values()]);
+  }
+
+  private async consume(sub: Subscription) {
+    try {
+      for await (const e of sub) {
+        if (this.stopped) break;
+        this.onEvent(e);
+      }
+    } catch (err) {
+      if (!this.stopped) this.ctx.logger.error({ err }, 'call flow stopped: event subscription failed');
+    }
+  }
+
+  private onEvent(e: RecordedEvent) {
+    const d = e.data as { xnid?: string; svcId?: number };
+    switch (e.type) {
+      case 'CallStarted':
+        return this.run(d.xnid!, () => this.onStarted(e.data as CallStartedData));
+      case 'CallHangupRequested':
+        return this.run(d.xnid!, () => this.onHangupRequested(d.xnid!));
+      case 'SimulatedHangupRequested':
+        return this.run(d.xnid!, () => this.onSimulatedHangup(d.xnid!, (e.data as { party: 'customer' | 'agent' }).party));
+      case 'CallTransferRequested': {
+        const t = e.data as { fromAgentId: number; toAgentId: number; mode: 'BLIND' | 'ATTENDED' };
+        return this.run(d.xnid!, () => this.onTransfer(d.xnid!, t.fromAgentId, t.toAgentId, t.mode));
+      }
+      case 'CallLegAddRequested':
+        return this.run(d.xnid!, () => this.onAddLeg(d.xnid!, (e.data as { toAgentId: number }).toAgentId));
+      case 'CallMonitorRequested': {
+        const m = e.data as { number: string; mode: 'spy' | 'whisper' };
+        return this.run(d.xnid!, () => this.onMonitor(d.xnid!, m.number, m.mode));
+      }
+      case 'AgentLoggedIn':
+      case 'AgentBreakEnded': {
+        const agentId = (e.data as { agentId: number }).agentId;
+        for (const a of this.actors.values()) a.tried.delete(agentId);
+        return this.scheduleDispatch(d.svcId!);
+      }
+      case 'AgentReleased':
+        return this.scheduleDispatch(d.svcId!);
+    }
+  }
+
+  /** Runs a step of one call after its previous steps. */
+  private run(xnid: string, step: () => Promise<void>) {
+    const prev = this.chains.get(xnid) ?? Promise.resolve();
+    const next = prev
+      .then(step)
+      .catch((err) => this.ctx.logger.error({ err, xnid }, 'call flow step failed'))
+      .finally(() => {
+        if (this.chains.get(xnid) === next) this.chains.delete(xnid);
+      });
+    this.chains.set(xnid, next);
+  }
+
+  // --- commands -----------------------------------------------------------------------------
+
+  private async call(a: Actor, command: CallCommand): Promise<CallEvent[]> {
+    try {
+      const r = await handleCommand(this.ctx.events, streams.call(a.xnid), callDecider, command);
+      a.state = r.state;
+      return r.events;
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'CONFLICT') return [];
+      throw err;
+    }
+  }
+
+  private async agent(svcId: number, agentId: number, command: AgentCommand): Promise<AgentState | null> {
+    try {
+      return (await handleCommand(this.ctx.events, streams.agent(svcId, agentId), agentDecider, command)).state;
+    } catch (err) {
+      if (err instanceof AppError && (err.code === 'CONFLICT' || err.code === 'NOT_FOUND')) return null;
+      throw err;
+    }
+  }
+
+  private async reserve(a: Actor, agentId: number): Promise<AgentState | null> {
+    const s = await this.agent(a.started.svcId, agentId, { type: 'Reserve', xnid: a.xnid, time: this.ctx.now() });
+    if (s) a.reserved.set(agentId, s);
+    return s;
+  }
+
+  private async release(a: Actor, agentId: number) {
+    a.reserved.delete(agentId);
+    await this.agent(a.started.svcId, agentId, { type: 'Release', xnid: a.xnid, time: this.ctx.now(), wrapUp: a.started.wrapUp });
+  }
+
+  private legId(a: Actor) {
+    return `${a.xnid}:${++a.seq}`;
+  }
+
+  // --- requests -----------------------------------------------------------------------------
+
+  private async onStarted(started: CallStartedData) {
+    if (this.actors.has(started.xnid)) return;
+    const a: Actor = {
+      xnid: started.xnid,
+      started,
+      state: { ...callDecider.initialState(), started },
+      seq: 0,
+      customerLeg: null,
+      agentLegs: new Map(),
+      monitorLegs: new Map(),
+      reserved: new Map(),
+      tried: new Set(),
+      offering: null,
+      ending: false,
+    };
+    this.actors.set(a.xnid, a);
+    const now = this.ctx.now();
+    if (started.direction === 'Inbound') {
+      a.customerLeg = this.legId(a);
+      this.sw.acceptInbound(a.xnid, a.customerLeg, started.customerNumber);
+      await this.call(a, { type: 'Ring', legId: a.customerLeg, role: 'customer', agentId: null, number: started.customerNumber, time: now });
+      if (started.blocked) {
+        await this.call(a, { type: 'Reject', time: now });
+        this.sw.hangup(a.customerLeg);
+        return;
+      }
+      // The IVR answers at once; the caller then waits for an agent.
+      await this.call(a, { type: 'Answer', legId: a.customerLeg, time: now });
+      await this.offerNext(a);
+      return;
+    }
+    if (started.agentFirst) {
+      const agent = await this.pickAgent(a);
+      if (agent) return this.dialAgent(a, agent, 'primary');
+      if (started.namedAgentId !== null) return this.finish(a);
+    } else if (started.namedAgentId !== null) {
+      // The named agent is held for this call while the customer is rung.
+      if (!(await this.reserve(a, started.namedAgentId))) return this.finish(a);
+    }
+    a.customerLeg = this.legId(a);
+    this.sw.dial({ callId: a.xnid, legId: a.customerLeg, number: started.customerNumber, role: 'customer' });
+  }
+
+  private async onHangupRequested(xnid: string) {
+    const a = this.actors.get(xnid);
+    if (!a) return;
+    a.ending = true;
+    if (!this.hangupAll(a)) await this.maybeEnd(a);
+  }
+
+  private async onSimulatedHangup(xnid: string, party: 'customer' | 'agent') {
+    const a = this.actors.get(xnid);
+    if (!a) return;
+    if (party === 'customer') {
+      if (a.customerLeg) this.sw.remoteHangup(a.customerLeg);
+      return;
+    }
+    for (const [legId, leg] of activeLegs(a.state, 'agent')) if (leg.phase === 'up') this.sw.remoteHangup(legId);
+  }
+
+  private async onTransfer(xnid: string, fromAgentId: number, toAgentId: number, mode: 'BLIND' | 'ATTENDED') {
+    const a = this.actors.get(xnid);
+    if (!a || a.ending) return;
+    const target = await this.reserve(a, toAgentId);
+    if (!target) return;
+    const fromLeg = activeLegs(a.state, 'agent').find(([, l]) => l.agentId === fromAgentId)?.[0] ?? null;
+    this.dialAgent(a, target, 'transfer', { fromLeg, mode });
+    if (mode === 'BLIND' && fromLeg) this.sw.hangup(fromLeg);
+  }
+
+  private async onAddLeg(xnid: string, toAgentId: number) {
+    const a = this.actors.get(xnid);
+    if (!a || a.ending) return;
+    const target = await this.reserve(a, toAgentId);
+    if (target) this.dialAgent(a, target, 'add');
+  }
+
+  private async onMonitor(xnid: string, number: string, mode: 'spy' | 'whisper') {
+    const a = this.actors.get(xnid);
+    if (!a || a.ending) return;
+    const legId = this.legId(a);
+    a.monitorLegs.set(legId, mode);
+    this.sw.dial({ callId: xnid, legId, number, role: 'monitor' });
+  }
+
+  // --- switch signals -----------------------------------------------------------------------
+
+  private async onSignal(s: SwitchSignal) {
+    const a = this.actors.get(s.callId);
+    if (!a) {
+      // A leg of a call that is over (or unknown): nothing may keep ringing.
+      if (s.kind !== 'ended') this.sw.hangup(s.legId);
+      return;
+    }
+    const agentLeg = a.agentLegs.get(s.legId);
+    const isCustomer = s.legId === a.customerLeg;
+    const monitor = a.monitorLegs.get(s.legId);
+    switch (s.kind) {
+      case 'ringing':
+        if (isCustomer) await this.call(a, { type: 'Ring', legId: s.legId, role: 'customer', agentId: null, number: a.started.customerNumber, time: s.time });
+        else if (agentLeg) await this.call(a, { type: 'Ring', legId: s.legId, role: 'agent', agentId: agentLeg.agentId, number: agentLeg.number, time: s.time });
+        return;
+      case 'answered':
+        if (a.ending) return this.sw.hangup(s.legId);
+        if (isCustomer) return this.onCustomerAnswered(a, s.time);
+        if (agentLeg) return this.onAgentAnswered(a, s.legId, agentLeg, s.time);
+        if (monitor) {
+          await this.call(a, { type: 'Answer', legId: s.legId, time: s.time, mode: monitor });
+          this.sw.monitor(a.xnid, s.legId, monitor);
+        }
+        return;
+      case 'ended':
+        await this.call(a, { type: 'Down', legId: s.legId, time: s.time });
+        if (isCustomer) return this.onCustomerEnded(a);
+        if (agentLeg) return this.onAgentEnded(a, s.legId, agentLeg);
+        a.monitorLegs.delete(s.legId);
+        return this.maybeEnd(a);
+    }
+  }
+
+  private async onCustomerAnswered(a: Actor, time: number) {
+    await this.call(a, { type: 'Answer', legId: a.customerLeg!, time });
+    const upAgent = [...a.agentLegs.entries()].find(([id]) => a.state.legs[id]?.phase === 'up');
+    if (upAgent) return this.bridge(a, upAgent[0], upAgent[1]);
+    const named = a.started.namedAgentId;
+    if (named !== null && a.reserved.has(named)) return this.dialAgent(a, a.reserved.get(named)!, 'primary');
+    return this.offerNext(a);
+  }
+
+  private async onAgentAnswered(a: Actor, legId: string, leg: AgentLeg, time: number) {
+    await this.agent(a.started.svcId, leg.agentId, { type: 'Answer', xnid: a.xnid, time });
+    await this.call(a, { type: 'Answer', legId, time });
+    leg.talked = true;
+    if (!a.customerLeg) {
+      // Agent first: now ring the customer.
+      a.customerLeg = this.legId(a);
+      this.sw.dial({ callId: a.xnid, legId: a.customerLeg, number: a.started.customerNumber, role: 'customer' });
+      return;
+    }
+    if (a.state.legs[a.customerLeg]?.phase !== 'up') return;
+    if (leg.transfer?.mode === 'ATTENDED' && leg.transfer.fromLeg) this.sw.hangup(leg.transfer.fromLeg);
+    await this.bridge(a, legId, leg);
+  }
+
+  private async onCustomerEnded(a: Actor) {
+    a.ending = true;
+    if (!this.hangupAll(a)) await this.maybeEnd(a);
+  }
+
+  private async onAgentEnded(a: Actor, legId: string, leg: AgentLeg) {
+    a.agentLegs.delete(legId);
+    if (a.offering === legId) a.offering = null;
+    await this.release(a, leg.agentId);
+    if (a.ending) return this.maybeEnd(a);
+    const customer = a.customerLeg ? a.state.legs[a.customerLeg] : undefined;
+    if (!customer || customer.phase === 'down') {
+      // Agent first and the agent is gone before the customer was reached.
+      if (a.customerLeg && customer?.phase !== 'down') this.sw.hangup(a.customerLeg);
+      a.ending = true;
+      return this.maybeEnd(a);
+    }
+    if (a.agentLegs.size > 0) return; // a transfer or another agent carries on
+    if (leg.talked) {
+      // The agent hung up on the customer: the call is over.
+      a.ending = true;
+      this.sw.hangup(a.customerLeg!);
+      return;
+    }
+    if (!leg.talked) a.tried.add(leg.agentId);
+    if (customer.phase === 'up') await this.offerNext(a);
+  }
+
+  // --- steps ----------------------------------------------------------------------------------
+
+  /** The named agent, else free agents longest-free first, reserved one by one until one holds. */
+  private async pickAgent(a: Actor): Promise<AgentState | null> {
+    const named = a.started.namedAgentId;
+    if (named !== null) return a.tried.has(named) ? null : this.reserve(a, named);
+    let candidates = (await freeAgents(this.ctx, a.started.svcId)).filter((x) => !a.tried.has(x.agentId));
+    if (a.started.skillId !== null) {
+      const skilled = candidates.filter((x) => x.skills.some((k) => k.skillId === a.started.skillId));
+      if (skilled.length) candidates = skilled;
+    }
+    for (const c of candidates) {
+      const s = await this.reserve(a, c.agentId);
+      if (s) return s;
+    }
+    return null;
+  }
+
+  /** Offers the waiting customer to an agent, or puts the call in (or keeps it in) the queue. */
+  private async offerNext(a: Actor) {
+    if (a.ending || a.offering || !a.customerLeg || a.state.legs[a.customerLeg]?.phase !== 'up') return;
+    if (activeLegs(a.state, 'agent').length > 0 || a.agentLegs.size > 0) return;
+    const agent = await this.pickAgent(a);
+    if (agent) {
+      this.dialAgent(a, agent, 'primary');
+      return;
+    }
+    if (a.state.queuedAt === null) {
+      const service = await this.ctx.reads.get<ServiceDoc>('services', String(a.started.svcId));
+      await this.call(a, { type: 'Queue', queueId: service?.queues[0]?.id ?? 0, time: this.ctx.now() });
+    }
+  }
+
+  private dialAgent(a: Actor, agent: AgentState, purpose: AgentLeg['purpose'], transfer?: AgentLeg['transfer']) {
+    const legId = this.legId(a);
+    a.agentLegs.set(legId, { agentId: agent.agentId, number: agent.number, name: agent.name, purpose, transfer, talked: false });
+    if (purpose === 'primary') a.offering = legId;
+    this.sw.dial({ callId: a.xnid, legId, number: agent.number, role: 'agent' });
+  }
+
+  private async bridge(a: Actor, legId: string, leg: AgentLeg) {
+    if (a.offering === legId) a.offering = null;
+    if (leg.purpose === 'transfer') leg.purpose = 'primary';
+    await this.call(a, { type: 'Bridge', agentId: leg.agentId, agentName: leg.name, agentNumber: leg.number, time: this.ctx.now() });
+    await this.call(a, { type: 'Dequeue', time: this.ctx.now() });
+    this.sw.bridge(a.xnid, a.customerLeg!, legId, { record: a.started.recording });
+  }
+
+  /** Hangs up every leg still up or ringing; false when there was none. */
+  private hangupAll(a: Actor): boolean {
+    const legs = [...activeLegs(a.state).map(([id]) => id), ...a.agentLegs.keys(), ...a.monitorLegs.keys()];
+    const live = new Set(this.sw.activeLegs());
+    let any = false;
+    for (const id of new Set(legs)) {
+      if (live.has(id)) {
+        this.sw.hangup(id);
+        any = true;
+      }
+    }
+    return any;
+  }
+
+  /** Ends the call once no customer or agent leg is left; monitors are hung up first. */
+  private async maybeEnd(a: Actor) {
+    const live = new Set(this.sw.activeLegs());
+    const pending = [...activeLegs(a.state).map(([id]) => id), ...a.agentLegs.keys(), ...(a.customerLeg ? [a.customerLeg] : [])].filter((id) => live.has(id));
+    const monitors = [...a.monitorLegs.keys()].filter((id) => live.has(id));
+    if (pending.length > 0) return;
+    if (monitors.length > 0) {
+      for (const id of monitors) this.sw.hangup(id);
+      return;
+    }
+    await this.finish(a);
+  }
+
+  private async finish(a: Actor) {
+    for (const agentId of [...a.reserved.keys()]) await this.release(a, agentId);
+    const now = this.ctx.now();
+    await this.call(a, { type: 'End', time: now, recordingUrl: this.signer.url(a.xnid, now + WEBHOOK_RECORDING_TTL_MS) });
+    this.actors.delete(a.xnid);
+  }
+
+  private scheduleDispatch(svcId: number) {
+    if (this.dispatchPending.has(svcId) || this.stopped) return;
+    this.dispatchPending.add(svcId);
+    setImmediate(() => {
+      this.dispatchPending.delete(svcId);
+      const waiting = [...this.actors.values()]
+        .filter((a) => a.started.svcId === svcId && a.state.queuedAt !== null && !a.offering && !a.ending)
+        .sort((x, y) => x.state.queuedAt! - y.state.queuedAt!);
+      for (const a of waiting) this.run(a.xnid, () => this.offerNext(a));
+    });
+  }
+
+  /** Ends calls left open by a previous process and frees their agents. */
+  private async recover() {
+    const open = await this.ctx.reads.find<CallDoc>('calls', { ended: false });
+    for (const doc of open) {
+      const state = fold(callDecider, (await this.ctx.events.readStream(streams.call(doc.xnid))).map((e) => toDomain<CallEvent>(e)));
+      if (!state.started || state.ended) continue;
+      for (const agent of await serviceAgents(this.ctx, state.started.svcId)) {
+        if (agent.call?.xnid === doc.xnid) {
+          await this.agent(agent.svcId, agent.agentId, { type: 'Release', xnid: doc.xnid, time: this.ctx.now() });
+        }
+      }
+      const now = this.ctx.now();
+      await handleCommand(this.ctx.events, streams.call(doc.xnid), callDecider, { type: 'End', time: now, recordingUrl: this.signer.url(doc.xnid, now + WEBHOOK_RECORDING_TTL_MS) });
+      this.ctx.logger.warn({ xnid: doc.xnid }, 'ended a call left open by a previous process');
+    }
+  }
+}
+
+export const newCallId = () => randomUUID();
