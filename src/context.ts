@@ -5,6 +5,7 @@ import type { EventStore } from './gateways/event-store/port.js';
 import type { ReadStore } from './gateways/read-store/port.js';
 import type { ReadSync } from './projections/read-sync.js';
 import type { RecordingSigner } from './domain/recording.js';
+import type { SmsGateway } from './gateways/sms/port.js';
 
 export interface Context {
   config: Config;
@@ -14,6 +15,8 @@ export interface Context {
   logger: Logger;
   /** Signs and checks recording URLs. */
   signer: RecordingSigner;
+  /** The SMS provider (simulator by default). */
+  sms: SmsGateway;
   /** Epoch ms; injectable so tests control time. */
   now: () => number;
 }

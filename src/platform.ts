@@ -20,6 +20,8 @@ import { applyProvisioning } from './commands/provisioning/provision.js';
 import { loadSigningKey, RecordingSigner } from './domain/recording.js';
 import { SimulatedSwitch } from './gateways/switch/simulator.js';
 import { CallFlow } from './workers/call-flow/manager.js';
+import type { SmsGateway } from './gateways/sms/port.js';
+import { SimulatedSmsGateway } from './gateways/sms/simulator.js';
 
 export interface Platform {
   ctx: Context;
@@ -54,7 +56,7 @@ export function openReadStore(config: Config, now: () => number): ReadStore {
   return new SqliteReadStore(path.join(config.dataDir, 'read.db'), now);
 }
 
-export async function createPlatform(config: Config, options: { logger?: Logger; now?: () => number } = {}): Promise<Platform> {
+export async function createPlatform(config: Config, options: { logger?: Logger; now?: () => number; sms?: SmsGateway } = {}): Promise<Platform> {
   const logger = options.logger ?? createLogger(config);
   const now = options.now ?? Date.now;
   const events = openEventStore(config, now);
@@ -62,7 +64,8 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   const runner = config.roles.has('projector') ? new ProjectionRunner(events, reads, projections, { logger }) : null;
   const sync = runner ? localReadSync(events, runner) : remoteReadSync(events, reads, projections.map((p) => p.name));
   const signer = new RecordingSigner(await loadSigningKey(events), config.publicBaseUrl);
-  const ctx: Context = { config, events, reads, sync, logger, now, signer };
+  const sms = options.sms ?? new SimulatedSmsGateway(reads, now);
+  const ctx: Context = { config, events, reads, sync, logger, now, signer, sms };
   const app = config.roles.has('api') ? await buildApp(ctx) : null;
   const callFlow = config.roles.has('worker')
     ? new CallFlow(ctx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)

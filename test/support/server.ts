@@ -5,6 +5,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { createPlatform, type Platform } from '../../src/platform.js';
+import type { SmsGateway } from '../../src/gateways/sms/port.js';
 
 export const OPERATOR_TOKEN = 'test-operator-token';
 export const exampleDoc = () =>
@@ -20,7 +21,10 @@ export interface TestServer {
   stop(options?: { keepData?: boolean }): Promise<void>;
 }
 
-export async function startServer(env: Record<string, string> = {}, options: { dataDir?: string } = {}): Promise<TestServer> {
+export async function startServer(
+  env: Record<string, string> = {},
+  options: { dataDir?: string; now?: () => number; sms?: SmsGateway } = {},
+): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), 'ct-e2e-'));
   const config = loadConfig({
     PORT: '0',
@@ -32,7 +36,7 @@ export async function startServer(env: Record<string, string> = {}, options: { d
     LOG_LEVEL: 'silent',
     ...env,
   });
-  const platform = await createPlatform(config, { logger: pino({ level: 'silent' }) });
+  const platform = await createPlatform(config, { logger: pino({ level: 'silent' }), now: options.now, sms: options.sms });
   const { httpUrl } = await platform.start();
   const url = httpUrl!;
   const api: TestServer['api'] = (p, init = {}) => {

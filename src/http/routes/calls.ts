@@ -33,6 +33,13 @@ export interface PlaceCall {
 
 /** Appends CallStarted for an outbound call; the call-flow worker dials it. */
 export async function placeOutboundCall(ctx: Context, c: PlaceCall): Promise<{ xnid: string; position: number }> {
+  const data = await outboundCallStarted(ctx, c);
+  const r = await handleCommand(ctx.events, streams.call(data.xnid), callDecider, { type: 'Start', data });
+  return { xnid: data.xnid, position: r.position };
+}
+
+/** The CallStarted event of an outbound call. */
+export async function outboundCallStarted(ctx: Context, c: PlaceCall): Promise<CallStartedData> {
   const service = await ctx.reads.get<ServiceDoc>('services', String(c.svcId));
   if (!service) throw notFound(`service ${c.svcId} not found`);
   const xnid = c.xnid ?? newCallId();
@@ -59,8 +66,47 @@ export async function placeOutboundCall(ctx: Context, c: PlaceCall): Promise<{ x
     source: c.source ?? null,
     time,
   };
-  const r = await handleCommand(ctx.events, streams.call(xnid), callDecider, { type: 'Start', data });
-  return { xnid, position: r.position };
+  return data;
+}
+
+export interface OutboundParams {
+  number: string;
+  serviceId?: number;
+  agentSip?: string;
+  agentNumber?: string;
+  agentDialFirst?: boolean;
+  recording?: boolean;
+  msgToAgent?: string;
+  countryCode?: string;
+  skillId?: number;
+}
+
+/**
+ * What `POST /calls` places for these credentials (CONTRACT section 5): a named agent (admin names one;
+ * agent credentials name themselves) is dialled first unless agent-dial-first says otherwise, and must
+ * be free (409). click2call places the very same call.
+ */
+export async function outboundRequest(ctx: Context, user: AuthUser, p: OutboundParams): Promise<PlaceCall> {
+  const svcId = scopeService(user, p.serviceId, 'service-id');
+  let namedAgentId: number | null = null;
+  if (p.agentSip !== undefined || p.agentNumber !== undefined) {
+    namedAgentId = (await targetAgent(ctx, user, svcId, { agentSip: p.agentSip, agentNumber: p.agentNumber })).agentId;
+  } else if (!user.admin && user.agentId !== null) {
+    namedAgentId = user.agentId;
+  }
+  if (namedAgentId !== null) await freeTarget(ctx, svcId, namedAgentId, 'agent');
+  return {
+    svcId,
+    number: p.number,
+    origin: 'api',
+    namedAgentId,
+    agentFirst: p.agentDialFirst ?? namedAgentId !== null,
+    recording: p.recording ?? true,
+    msgToAgent: p.msgToAgent,
+    countryCode: p.countryCode ?? '',
+    skillId: p.skillId ?? null,
+    userId: user.id,
+  };
 }
 
 /** A command on an existing call the user may act on; answers after the read models show it. */
@@ -104,27 +150,19 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
       'skill-id': { type: 'integer', min: 1 },
     },
     handler: async ({ p, user }) => {
-      const svcId = scopeService(user, p['service-id'], 'service-id');
       if (p['schedule-time'] !== undefined) throw invalid('schedule-time: scheduled calls are not available in this build');
-      let namedAgentId: number | null = null;
-      if (p['agent-sip'] !== undefined || p['agent-number'] !== undefined) {
-        namedAgentId = (await targetAgent(ctx, user, svcId, { agentSip: p['agent-sip'], agentNumber: p['agent-number'] })).agentId;
-      } else if (!user.admin && user.agentId !== null) {
-        namedAgentId = user.agentId;
-      }
-      if (namedAgentId !== null) await freeTarget(ctx, svcId, namedAgentId, 'agent');
-      const { xnid, position } = await placeOutboundCall(ctx, {
-        svcId,
+      const request = await outboundRequest(ctx, user, {
         number: p.number,
-        origin: 'api',
-        namedAgentId,
-        agentFirst: p['agent-dial-first'] ?? namedAgentId !== null,
-        recording: p.recording ?? true,
+        serviceId: p['service-id'],
+        agentSip: p['agent-sip'],
+        agentNumber: p['agent-number'],
+        agentDialFirst: p['agent-dial-first'],
+        recording: p.recording,
         msgToAgent: p['msg-to-agent'],
-        countryCode: p['country-code'] === undefined ? '' : String(p['country-code']),
-        skillId: p['skill-id'] ?? null,
-        userId: user.id,
+        countryCode: p['country-code'] === undefined ? undefined : String(p['country-code']),
+        skillId: p['skill-id'],
       });
+      const { xnid, position } = await placeOutboundCall(ctx, request);
       await ctx.sync.waitFor(position);
       return { id: xnid };
     },

@@ -9,6 +9,7 @@ import { dayOf } from '../../domain/time.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import type { CallDoc, MeteringDoc } from '../../projections/calls.js';
 import { newCallId } from '../../workers/call-flow/manager.js';
+import { OUTBOX, type OutboxEntry } from '../../gateways/sms/simulator.js';
 
 const digits = (n: string) => n.replace(/^\+/, '');
 
@@ -89,6 +90,19 @@ export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
       if (!(await ctx.reads.get('services', String(p['svc-id'])))) throw notFound(`service ${p['svc-id']} not found`);
       const m = await ctx.reads.get<MeteringDoc>('metering', String(p['svc-id']));
       return { inbound: m?.inbound ?? 0, outbound: m?.outbound ?? 0, spam: m?.spam ?? 0 };
+    },
+  });
+
+  defineRoute(app, ctx, {
+    method: 'GET',
+    url: '/ops/v1/simulator/sms',
+    summary: "The simulated SMS provider's outbox",
+    tags: ['operator'],
+    auth: 'operator',
+    params: { number: { type: 'phone' } },
+    handler: async ({ p }) => {
+      const sent = await ctx.reads.find<OutboxEntry>(OUTBOX, p.number === undefined ? {} : { number: p.number }, { orderBy: { field: 'time' } });
+      return sent.map((m) => ({ id: m.id, svcId: m.svcId, number: m.number, message: m.message, time: m.time }));
     },
   });
 };

@@ -1,0 +1,95 @@
+/** Issuing and checking OTPs: the slow hashing and the SMS happen here, around the pure decider. */
+import { randomInt, randomUUID } from 'node:crypto';
+import type { Context } from '../../context.js';
+import type { StreamAppend } from '../../gateways/event-store/port.js';
+import { WrongExpectedRevisionError } from '../../gateways/event-store/port.js';
+import { fold, toDomain, toNew } from '../decider.js';
+import { otpDecider, sendRetryAfter, type OtpEvent } from './otp.js';
+import type { SmsEvent } from '../sms/sms.js';
+import { streams } from '../../domain/streams.js';
+import { AppError, invalid, unavailable } from '../../domain/errors.js';
+import { hashPassword, verifyPassword } from '../../domain/password.js';
+
+const OTP_RE = /^\d{6}$/;
+
+async function load(ctx: Context, svcId: number, number: string) {
+  const recorded = await ctx.events.readStream(streams.otp(svcId, number));
+  return {
+    state: fold(otpDecider, recorded.map((e) => toDomain<OtpEvent>(e))),
+    expected: recorded.length ? recorded[recorded.length - 1]!.revision : ('no_stream' as const),
+  };
+}
+
+/** Issues a new code (replacing any previous one), sends it by SMS and returns it. */
+export async function issueOtp(ctx: Context, svcId: number, number: string, keyword: string, userId: number | null): Promise<{ code: string; position: number }> {
+  const { otpTtlS, otpSendsPer15Min } = ctx.config;
+  const first = await load(ctx, svcId, number);
+  const wait = sendRetryAfter(first.state, ctx.now(), otpSendsPer15Min);
+  if (wait > 0) throw new AppError('RATE_LIMITED', `number ${number} got ${otpSendsPer15Min} codes in 15 minutes; try again later`, { 'retry-after': String(wait) });
+
+  const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
+  const hash = await hashPassword(code);
+  const smsId = randomUUID();
+  const text = (c: string) => `${c} is your ${keyword} code. It is valid for ${Math.max(1, Math.round(otpTtlS / 60))} minutes.`;
+  try {
+    await ctx.sms.send({ id: smsId, svcId, number, message: text(code) });
+  } catch (err) {
+    ctx.logger.warn({ err: String(err), svcId }, 'OTP SMS not accepted by the gateway');
+    throw unavailable('the SMS gateway did not accept the code; try again');
+  }
+  for (let attempt = 0; ; attempt++) {
+    const { state, expected } = attempt === 0 ? first : await load(ctx, svcId, number);
+    const time = ctx.now();
+    const otpEvents = otpDecider.decide({ type: 'Issue', svcId, number, hash, keyword, smsId, time, ttlMs: otpTtlS * 1000, maxSends: otpSendsPer15Min }, state);
+    const smsEvents: SmsEvent[] = [
+      { type: 'SmsRequested', data: { id: smsId, svcId, number, message: text('******'), countryCode: '', callTxnId: null, tries: 1, otp: true, userId, time } },
+      { type: 'SmsSent', data: { id: smsId, svcId, time, attempt: 1 } },
+    ];
+    try {
+      const results = await ctx.events.appendToStreams([
+        { streamId: streams.otp(svcId, number), events: otpEvents.map((e, i) => toNew(e, i)), expectedRevision: expected },
+        { streamId: streams.sms(smsId), events: smsEvents.map((e, i) => toNew(e, i)), expectedRevision: 'no_stream' },
+      ]);
+      return { code, position: Math.max(...results.map((r) => r.position)) };
+    } catch (err) {
+      if (err instanceof WrongExpectedRevisionError && attempt < 4) continue;
+      throw err;
+    }
+  }
+}
+
+/**
+ * Checks a code and spends it. A wrong code is recorded (and voids the code after OTP_MAX_ATTEMPTS)
+ * before the 400. `alsoAppend` is stored in the same transaction as the spending (click2call's call),
+ * so a code is never spent without its call, nor a call placed without spending the code.
+ */
+export async function verifyOtp(
+  ctx: Context,
+  svcId: number,
+  number: string,
+  code: string,
+  purpose: 'validate' | 'click2call',
+  alsoAppend: StreamAppend[] = [],
+): Promise<number> {
+  if (!OTP_RE.test(code)) throw invalid('otp must be the 6-digit code');
+  for (let attempt = 0; ; attempt++) {
+    const { state, expected } = await load(ctx, svcId, number);
+    const matches = state.current ? await verifyPassword(code, state.current.hash) : false;
+    const events = otpDecider.decide(
+      { type: 'Verify', svcId, number, hash: state.current?.hash ?? null, matches, time: ctx.now(), maxAttempts: ctx.config.otpMaxAttempts, purpose },
+      state,
+    );
+    const verified = events.some((e) => e.type === 'OtpVerified');
+    try {
+      const results = await ctx.events.appendToStreams([
+        { streamId: streams.otp(svcId, number), events: events.map((e, i) => toNew(e, i)), expectedRevision: expected },
+        ...(verified ? alsoAppend : []),
+      ]);
+      if (!verified) throw invalid('otp is wrong');
+      return Math.max(...results.map((r) => r.position));
+    } catch (err) {
+      if (err instanceof WrongExpectedRevisionError && attempt < 4) continue;
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,71 @@
+/** OTP (send and validate) and click2call (CONTRACT sections 3 and 8). */
+import type { RouteRegistrar } from './index.js';
+import { defineRoute, text } from '../route.js';
+import { scopeService } from '../scope.js';
+import { issueOtp, verifyOtp } from '../../commands/otp/service.js';
+import { toNew } from '../../commands/decider.js';
+import { streams } from '../../domain/streams.js';
+import { outboundCallStarted, outboundRequest } from './calls.js';
+
+export const messagingRoutes: RouteRegistrar = (app, ctx) => {
+  defineRoute(app, ctx, {
+    method: 'GET',
+    url: '/api/v1/otp',
+    summary: 'Send a one-time password by SMS; answers the code',
+    tags: ['messaging'],
+    auth: 'user',
+    params: {
+      number: { type: 'phone', required: true },
+      keyword: { type: 'string', maxLength: 50, description: 'purpose of the code; default Click2Call' },
+      'service-id': { type: 'integer', min: 1 },
+    },
+    handler: async ({ p, user }) => {
+      const svcId = scopeService(user, p['service-id'], 'service-id');
+      const { code, position } = await issueOtp(ctx, svcId, p.number, p.keyword?.trim() || 'Click2Call', user.id);
+      await ctx.sync.waitFor(position);
+      return text(code);
+    },
+  });
+
+  defineRoute(app, ctx, {
+    method: 'POST',
+    url: '/api/v1/otp',
+    summary: 'Validate (and spend) a one-time password',
+    tags: ['messaging'],
+    auth: 'user',
+    params: {
+      number: { type: 'phone', required: true },
+      otp: { type: 'string', required: true, maxLength: 16 },
+      'service-id': { type: 'integer', min: 1 },
+    },
+    handler: async ({ p, user }) => {
+      const svcId = scopeService(user, p['service-id'], 'service-id');
+      await ctx.sync.waitFor(await verifyOtp(ctx, svcId, p.number, p.otp.trim(), 'validate'));
+      return true;
+    },
+  });
+
+  defineRoute(app, ctx, {
+    method: 'POST',
+    url: '/api/v1/click2call',
+    summary: 'Spend a valid OTP and place the call POST /calls would, from the customer to a free agent',
+    tags: ['messaging', 'calls'],
+    auth: 'user',
+    params: {
+      number: { type: 'phone', required: true },
+      otp: { type: 'string', required: true, maxLength: 16 },
+      'service-id': { type: 'integer', min: 1 },
+      'country-code': { type: 'string', maxLength: 8 },
+    },
+    handler: async ({ p, user }) => {
+      // Checks that would refuse the call (scope, a busy named agent) come before the code is spent.
+      const request = await outboundRequest(ctx, user, { number: p.number, serviceId: p['service-id'], countryCode: p['country-code'] });
+      const started = await outboundCallStarted(ctx, { ...request, origin: 'click2call' });
+      const position = await verifyOtp(ctx, request.svcId, p.number, p.otp.trim(), 'click2call', [
+        { streamId: streams.call(started.xnid), events: [toNew({ type: 'CallStarted', data: started }, 0)], expectedRevision: 'no_stream' },
+      ]);
+      await ctx.sync.waitFor(position);
+      return { isError: false, callTxnId: started.xnid };
+    },
+  });
+};
