@@ -3,12 +3,15 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { EventStore } from './gateways/event-store/port.js';
 import type { ReadStore } from './gateways/read-store/port.js';
+import type { JobQueue } from './gateways/queue/port.js';
 import type { ReadSync } from './projections/read-sync.js';
 
 export interface Context {
   config: Config;
   events: EventStore;
   reads: ReadStore;
+  /** Background jobs (deliveries, timers): embedded, or BullMQ when REDIS_URL is set. */
+  queue: JobQueue;
   sync: ReadSync;
   logger: Logger;
   /** Epoch ms; injectable so tests control time. */
