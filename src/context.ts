@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { EventStore } from './gateways/event-store/port.js';
 import type { ReadStore } from './gateways/read-store/port.js';
+import type { JobQueue } from './gateways/queue/port.js';
 import type { ReadSync } from './projections/read-sync.js';
 import type { RecordingSigner } from './domain/recording.js';
 import type { SmsGateway } from './gateways/sms/port.js';
@@ -11,6 +12,8 @@ export interface Context {
   config: Config;
   events: EventStore;
   reads: ReadStore;
+  /** Background jobs (deliveries, timers): embedded, or BullMQ when REDIS_URL is set. */
+  queue: JobQueue;
   sync: ReadSync;
   logger: Logger;
   /** Signs and checks recording URLs. */

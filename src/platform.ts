@@ -12,6 +12,9 @@ import type { EventStore } from './gateways/event-store/port.js';
 import type { ReadStore } from './gateways/read-store/port.js';
 import { SqliteEventStore } from './gateways/event-store/sqlite.js';
 import { SqliteReadStore } from './gateways/read-store/sqlite.js';
+import type { JobQueue } from './gateways/queue/port.js';
+import { EmbeddedJobQueue } from './gateways/queue/embedded.js';
+import { BullmqJobQueue } from './gateways/queue/bullmq.js';
 import { ProjectionRunner } from './projections/runner.js';
 import { projections } from './projections/index.js';
 import { localReadSync, remoteReadSync } from './projections/read-sync.js';
@@ -56,16 +59,22 @@ export function openReadStore(config: Config, now: () => number): ReadStore {
   return new SqliteReadStore(path.join(config.dataDir, 'read.db'), now);
 }
 
+export function openJobQueue(config: Config, logger?: Logger): JobQueue {
+  if (config.redisUrl) return new BullmqJobQueue(config.redisUrl, { onError: (err) => logger?.warn({ err }, 'job queue: redis error') });
+  return new EmbeddedJobQueue(path.join(config.dataDir, 'jobs.db'));
+}
+
 export async function createPlatform(config: Config, options: { logger?: Logger; now?: () => number; sms?: SmsGateway } = {}): Promise<Platform> {
   const logger = options.logger ?? createLogger(config);
   const now = options.now ?? Date.now;
   const events = openEventStore(config, now);
   const reads = openReadStore(config, now);
+  const queue = openJobQueue(config, logger);
   const runner = config.roles.has('projector') ? new ProjectionRunner(events, reads, projections, { logger }) : null;
   const sync = runner ? localReadSync(events, runner) : remoteReadSync(events, reads, projections.map((p) => p.name));
   const signer = new RecordingSigner(await loadSigningKey(events), config.publicBaseUrl);
   const sms = options.sms ?? new SimulatedSmsGateway(reads, now);
-  const ctx: Context = { config, events, reads, sync, logger, now, signer, sms };
+  const ctx: Context = { config, events, reads, queue, sync, logger, now, signer, sms };
   const app = config.roles.has('api') ? await buildApp(ctx) : null;
   const callFlow = config.roles.has('worker')
     ? new CallFlow(ctx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
@@ -97,6 +106,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       if (app) await app.close();
       if (callFlow) await callFlow.stop();
       if (runner) await runner.stop();
+      await queue.close();
       await reads.close();
       await events.close();
     },

@@ -1,0 +1,266 @@
+/**
+ * Embedded job queue: one SQLite file (`DATA_DIR/jobs.db`, WAL, synchronous=FULL), polled by the
+ * process that registers handlers. A running job holds a lease that the process renews while the
+ * handler runs; a job whose lease lapsed (its process died) is taken again by whoever polls next,
+ * so several processes may share the file and a crash loses no job.
+ */
+import Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import {
+  COMPLETED_RETENTION_MS,
+  PermanentJobError,
+  checkEnqueue,
+  checkQueueName,
+  errorMessage,
+  firstRunAt,
+  type EnqueueOptions,
+  type JobHandler,
+  type JobInfo,
+  type JobQueue,
+  type ProcessOptions,
+} from './port.js';
+
+interface Row {
+  queue: string;
+  id: string;
+  payload: string;
+  state: 'waiting' | 'active' | 'completed' | 'failed';
+  run_at: number;
+  attempts: number;
+  backoff: string;
+  last_error: string | null;
+  lock_token: string | null;
+  locked_until: number | null;
+}
+
+export interface EmbeddedQueueOptions {
+  /** How often an idle worker looks for due jobs written by other processes. Default 250 ms. */
+  pollMs?: number;
+  /** How long a running job's lease lasts without renewal; a crashed run is retried after it. Default 30 s. */
+  leaseMs?: number;
+}
+
+class QueueWorker {
+  active = new Set<Promise<void>>();
+  timer: NodeJS.Timeout | null = null;
+  scheduled = false;
+  constructor(
+    readonly name: string,
+    readonly handler: JobHandler<unknown>,
+    readonly concurrency: number,
+  ) {}
+}
+
+export class EmbeddedJobQueue implements JobQueue {
+  private readonly db: Database.Database;
+  private readonly token = randomUUID();
+  private readonly workers = new Map<string, QueueWorker>();
+  private readonly running = new Map<string, Set<string>>();
+  private readonly pollMs: number;
+  private readonly leaseMs: number;
+  private heartbeat: NodeJS.Timeout | null = null;
+  private closed = false;
+  private readonly stmts;
+
+  constructor(file: string, options: EmbeddedQueueOptions = {}) {
+    this.pollMs = options.pollMs ?? 250;
+    this.leaseMs = options.leaseMs ?? 30_000;
+    if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    // FULL: an acknowledged enqueue survives power loss / kill -9.
+    this.db.pragma('synchronous = FULL');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS jobs (
+        queue TEXT NOT NULL,
+        id TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        state TEXT NOT NULL,
+        run_at INTEGER NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        backoff TEXT NOT NULL,
+        last_error TEXT,
+        lock_token TEXT,
+        locked_until INTEGER,
+        created_at INTEGER NOT NULL,
+        finished_at INTEGER,
+        PRIMARY KEY (queue, id)
+      ) WITHOUT ROWID;
+      CREATE INDEX IF NOT EXISTS jobs_due ON jobs (queue, state, run_at);
+    `);
+    this.stmts = {
+      insert: this.db.prepare(
+        `INSERT INTO jobs (queue, id, payload, state, run_at, backoff, created_at) VALUES (?, ?, ?, 'waiting', ?, ?, ?) ON CONFLICT (queue, id) DO NOTHING`,
+      ),
+      get: this.db.prepare<[string, string], Row>('SELECT * FROM jobs WHERE queue = ? AND id = ?'),
+      due: this.db.prepare<[string, number, number, number], Row>(
+        `SELECT * FROM jobs WHERE queue = ? AND ((state = 'waiting' AND run_at <= ?) OR (state = 'active' AND locked_until < ?)) ORDER BY run_at LIMIT ?`,
+      ),
+      claim: this.db.prepare(
+        `UPDATE jobs SET state = 'active', attempts = attempts + 1, lock_token = ?, locked_until = ? WHERE queue = ? AND id = ?`,
+      ),
+      next: this.db.prepare<[string], { t: number | null }>(
+        `SELECT MIN(CASE state WHEN 'waiting' THEN run_at ELSE locked_until END) AS t FROM jobs WHERE queue = ? AND state IN ('waiting', 'active')`,
+      ),
+      complete: this.db.prepare(
+        `UPDATE jobs SET state = 'completed', finished_at = ?, lock_token = NULL, locked_until = NULL WHERE queue = ? AND id = ? AND lock_token = ?`,
+      ),
+      retry: this.db.prepare(
+        `UPDATE jobs SET state = 'waiting', run_at = ?, last_error = ?, lock_token = NULL, locked_until = NULL WHERE queue = ? AND id = ? AND lock_token = ?`,
+      ),
+      fail: this.db.prepare(
+        `UPDATE jobs SET state = 'failed', finished_at = ?, last_error = ?, lock_token = NULL, locked_until = NULL WHERE queue = ? AND id = ? AND lock_token = ?`,
+      ),
+      renew: this.db.prepare(`UPDATE jobs SET locked_until = ? WHERE queue = ? AND id = ? AND lock_token = ?`),
+      prune: this.db.prepare(`DELETE FROM jobs WHERE state = 'completed' AND finished_at < ?`),
+    };
+    this.stmts.prune.run(Date.now() - COMPLETED_RETENTION_MS);
+  }
+
+  async enqueue<P>(queue: string, job: EnqueueOptions<P>): Promise<void> {
+    checkEnqueue(queue, job);
+    if (this.closed) throw new Error('job queue is closed');
+    const now = Date.now();
+    this.stmts.insert.run(queue, job.id, JSON.stringify(job.payload ?? null), firstRunAt(job, now), JSON.stringify(job.backoffMs ?? []), now);
+    this.kick(this.workers.get(queue), job.runAt !== undefined || job.delayMs !== undefined ? Math.max(0, firstRunAt(job, now) - now) : 0);
+  }
+
+  process<P>(queue: string, handler: JobHandler<P>, options: ProcessOptions = {}): void {
+    checkQueueName(queue);
+    if (this.workers.has(queue)) throw new Error(`queue ${queue} already has a handler in this process`);
+    const worker = new QueueWorker(queue, handler as JobHandler<unknown>, Math.max(1, options.concurrency ?? 1));
+    this.workers.set(queue, worker);
+    this.running.set(queue, new Set());
+    if (!this.heartbeat) {
+      this.heartbeat = setInterval(() => this.renewLeases(), Math.max(10, Math.floor(this.leaseMs / 3)));
+      this.heartbeat.unref();
+    }
+    this.kick(worker, 0);
+  }
+
+  async getJob<P = unknown>(queue: string, id: string): Promise<JobInfo<P> | null> {
+    const row = this.stmts.get.get(queue, id);
+    if (!row) return null;
+    const state = row.state === 'waiting' && row.run_at > Date.now() ? 'delayed' : row.state;
+    return { queue, id, payload: JSON.parse(row.payload) as P, state, attempts: row.attempts, lastError: row.last_error };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopTimers();
+    await Promise.allSettled([...this.workers.values()].flatMap((w) => [...w.active]));
+    if (this.db.open) this.db.close();
+  }
+
+  /**
+   * Test aid: behaves like a crash. Stops at once without finishing or releasing running jobs; their
+   * handlers' outcomes are ignored and their leases lapse, so another instance takes them again.
+   */
+  abandon(): void {
+    this.closed = true;
+    this.stopTimers();
+    if (this.db.open) this.db.close();
+  }
+
+  private stopTimers() {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+    for (const w of this.workers.values()) if (w.timer) clearTimeout(w.timer);
+  }
+
+  /** Runs the worker's poll now (0) or after `delay`, whichever of the pending wake-ups is sooner. */
+  private kick(worker: QueueWorker | undefined, delay: number) {
+    if (!worker || this.closed) return;
+    if (delay <= 0) {
+      if (worker.scheduled) return;
+      worker.scheduled = true;
+      if (worker.timer) clearTimeout(worker.timer);
+      worker.timer = null;
+      setImmediate(() => {
+        worker.scheduled = false;
+        this.poll(worker);
+      });
+      return;
+    }
+    if (worker.scheduled) return;
+    // A later wake-up replaces an earlier one only when it is sooner.
+    const at = Date.now() + delay;
+    const w = worker as QueueWorker & { timerAt?: number };
+    if (w.timer && w.timerAt !== undefined && w.timerAt <= at) return;
+    if (w.timer) clearTimeout(w.timer);
+    w.timerAt = at;
+    w.timer = setTimeout(() => {
+      w.timer = null;
+      w.timerAt = undefined;
+      this.poll(worker);
+    }, delay);
+  }
+
+  private poll(worker: QueueWorker) {
+    if (this.closed) return;
+    try {
+      const free = worker.concurrency - worker.active.size;
+      if (free > 0) {
+        const now = Date.now();
+        const claimed = this.db.transaction(() => {
+          const rows = this.stmts.due.all(worker.name, now, now, free);
+          for (const r of rows) this.stmts.claim.run(this.token, now + this.leaseMs, r.queue, r.id);
+          return rows;
+        })();
+        for (const row of claimed) this.start(worker, row);
+      }
+      if (worker.active.size < worker.concurrency) {
+        const next = this.stmts.next.get(worker.name)?.t ?? null;
+        const until = next === null ? this.pollMs : Math.min(this.pollMs, Math.max(1, next - Date.now()));
+        this.kick(worker, until);
+      }
+    } catch (err) {
+      if (this.closed) return;
+      // A busy or briefly unavailable file: try again on the next poll.
+      this.kick(worker, this.pollMs);
+      void err;
+    }
+  }
+
+  private start(worker: QueueWorker, row: Row) {
+    const attempt = row.attempts + 1;
+    const backoff = JSON.parse(row.backoff) as number[];
+    const ids = this.running.get(worker.name)!;
+    ids.add(row.id);
+    const run = (async () => {
+      let outcome: { ok: true } | { ok: false; err: unknown };
+      try {
+        await worker.handler({ queue: row.queue, id: row.id, payload: JSON.parse(row.payload), attempt, maxAttempts: backoff.length + 1 });
+        outcome = { ok: true };
+      } catch (err) {
+        outcome = { ok: false, err };
+      }
+      ids.delete(row.id);
+      if (!this.db.open) return; // abandoned: the lease lapses and the job runs again elsewhere
+      const now = Date.now();
+      if (outcome.ok) {
+        this.stmts.complete.run(now, row.queue, row.id, this.token);
+      } else {
+        const message = errorMessage(outcome.err);
+        const permanent = outcome.err instanceof PermanentJobError;
+        if (!permanent && attempt <= backoff.length) this.stmts.retry.run(now + backoff[attempt - 1]!, message, row.queue, row.id, this.token);
+        else this.stmts.fail.run(now, message, row.queue, row.id, this.token);
+      }
+    })();
+    worker.active.add(run);
+    void run.finally(() => {
+      worker.active.delete(run);
+      this.kick(worker, 0);
+    });
+  }
+
+  private renewLeases() {
+    if (this.closed || !this.db.open) return;
+    const until = Date.now() + this.leaseMs;
+    for (const [queue, ids] of this.running) for (const id of ids) this.stmts.renew.run(until, queue, id, this.token);
+  }
+}
