@@ -33,6 +33,8 @@ export interface Config {
   dialerMaxTries: number;
   dialerRetryS: number;
   rateLimitRps: number;
+  /** Not in the contract's table: wait between tries of an SMS (`tries` > 1). */
+  smsRetryMs: number;
   logLevel: string;
 }
 
@@ -100,6 +102,7 @@ export function loadConfig(env: Env = process.env): Config {
     dialerMaxTries: int(env, 'DIALER_MAX_TRIES', 2, 1),
     dialerRetryS: int(env, 'DIALER_RETRY_S', 60),
     rateLimitRps: int(env, 'RATE_LIMIT_RPS', 100),
+    smsRetryMs: int(env, 'SMS_RETRY_MS', 2000),
     publicBaseUrlSet: Boolean(env.PUBLIC_BASE_URL),
     logLevel: env.LOG_LEVEL || 'info',
   };

@@ -23,6 +23,7 @@ import { applyProvisioning } from './commands/provisioning/provision.js';
 import { loadSigningKey, RecordingSigner } from './domain/recording.js';
 import { SimulatedSwitch } from './gateways/switch/simulator.js';
 import { CallFlow } from './workers/call-flow/manager.js';
+import { startSmsSender } from './workers/sms/sender.js';
 import type { SmsGateway } from './gateways/sms/port.js';
 import { SimulatedSmsGateway } from './gateways/sms/simulator.js';
 
@@ -89,6 +90,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     async start() {
       if (runner) await runner.start();
       if (callFlow) await callFlow.start();
+      if (config.roles.has('worker')) await startSmsSender(ctx);
       if (config.provisionFile) {
         const doc = JSON.parse(await readFile(config.provisionFile, 'utf8'));
         const result = await applyProvisioning(events, doc);

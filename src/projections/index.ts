@@ -4,7 +4,8 @@ import { servicesProjection } from './services.js';
 import { usersProjection, usernamesProjection } from './users.js';
 import { customersProjection } from './customers.js';
 import { agentsProjection } from './agents.js';
+import { smsProjection } from './sms.js';
 import { callsProjection, callStatsProjection, inIvrProjection, meteringProjection, queuedCallersProjection } from './calls.js';
 
 export const projections: Projection<any>[] = [servicesProjection, usersProjection, usernamesProjection, customersProjection, agentsProjection,
-  callsProjection, callStatsProjection, inIvrProjection, queuedCallersProjection, meteringProjection];
+  callsProjection, callStatsProjection, inIvrProjection, queuedCallersProjection, meteringProjection, smsProjection];

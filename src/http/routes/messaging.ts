@@ -5,9 +5,50 @@ import { scopeService } from '../scope.js';
 import { issueOtp, verifyOtp } from '../../commands/otp/service.js';
 import { toNew } from '../../commands/decider.js';
 import { streams } from '../../domain/streams.js';
+import { invalid } from '../../domain/errors.js';
 import { outboundCallStarted, outboundRequest } from './calls.js';
+import { handleCommand } from '../../commands/decider.js';
+import { smsDecider } from '../../commands/sms/sms.js';
+import { smsJob } from '../../workers/sms/sender.js';
+import { randomUUID } from 'node:crypto';
 
 export const messagingRoutes: RouteRegistrar = (app, ctx) => {
+  defineRoute(app, ctx, {
+    method: 'POST',
+    url: '/api/v1/send-sms',
+    summary: 'Send an SMS; answers its id at once, sending runs as a job',
+    tags: ['messaging'],
+    auth: 'user',
+    params: {
+      number: { type: 'phone', required: true },
+      message: { type: 'string', required: true, minLength: 1, maxLength: 1600 },
+      'service-id': { type: 'integer', required: true, min: 1 },
+      'country-code': { type: 'string', maxLength: 8 },
+      'call-txn-id': { type: 'uuid' },
+      tries: { type: 'integer', min: 1, max: 5 },
+    },
+    handler: async ({ p, user }) => {
+      const svcId = scopeService(user, p['service-id'], 'service-id', true);
+      if (p.message.trim() === '') throw invalid('message must not be empty');
+      const data = {
+        id: randomUUID(),
+        svcId,
+        number: p.number,
+        message: p.message,
+        countryCode: p['country-code'] ?? '',
+        callTxnId: p['call-txn-id'] ?? null,
+        tries: p.tries ?? 1,
+        otp: false,
+        userId: user.id,
+        time: ctx.now(),
+      };
+      const r = await handleCommand(ctx.events, streams.sms(data.id), smsDecider, { type: 'Request', data });
+      await smsJob(ctx, data);
+      await ctx.sync.waitFor(r.position);
+      return text(data.id);
+    },
+  });
+
   defineRoute(app, ctx, {
     method: 'GET',
     url: '/api/v1/otp',
