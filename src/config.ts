@@ -35,6 +35,8 @@ export interface Config {
   rateLimitRps: number;
   /** Not in the contract's table: wait between tries of an SMS (`tries` > 1). */
   smsRetryMs: number;
+  /** Not in the contract's table: wait before a missed scheduled call's next attempt (CONTRACT section 10 says 60 s). */
+  scheduleRetryS: number;
   logLevel: string;
 }
 
@@ -103,6 +105,7 @@ export function loadConfig(env: Env = process.env): Config {
     dialerRetryS: int(env, 'DIALER_RETRY_S', 60),
     rateLimitRps: int(env, 'RATE_LIMIT_RPS', 100),
     smsRetryMs: int(env, 'SMS_RETRY_MS', 2000),
+    scheduleRetryS: int(env, 'SCHEDULE_RETRY_S', 60),
     publicBaseUrlSet: Boolean(env.PUBLIC_BASE_URL),
     logLevel: env.LOG_LEVEL || 'info',
   };

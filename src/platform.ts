@@ -24,6 +24,8 @@ import { loadSigningKey, RecordingSigner } from './domain/recording.js';
 import { SimulatedSwitch } from './gateways/switch/simulator.js';
 import { CallFlow } from './workers/call-flow/manager.js';
 import { startSmsSender } from './workers/sms/sender.js';
+import { startScheduledCalls } from './workers/scheduler/scheduled-calls.js';
+import type { Follower } from './workers/follower.js';
 import type { SmsGateway } from './gateways/sms/port.js';
 import { SimulatedSmsGateway } from './gateways/sms/simulator.js';
 
@@ -81,6 +83,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     ? new CallFlow(ctx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
     : null;
   let stopped = false;
+  const followers: Follower[] = [];
 
   return {
     ctx,
@@ -90,7 +93,10 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     async start() {
       if (runner) await runner.start();
       if (callFlow) await callFlow.start();
-      if (config.roles.has('worker')) await startSmsSender(ctx);
+      if (config.roles.has('worker')) {
+        await startSmsSender(ctx);
+        followers.push(await startScheduledCalls(ctx));
+      }
       if (config.provisionFile) {
         const doc = JSON.parse(await readFile(config.provisionFile, 'utf8'));
         const result = await applyProvisioning(events, doc);
@@ -106,9 +112,11 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       if (stopped) return;
       stopped = true;
       if (app) await app.close();
+      // Jobs first (they append events), then what reacts to events, then the projector.
+      await queue.close();
+      for (const f of followers) await f.stop();
       if (callFlow) await callFlow.stop();
       if (runner) await runner.stop();
-      await queue.close();
       await reads.close();
       await events.close();
     },

@@ -7,6 +7,7 @@ export const streams = {
   call: (xnid: string) => `call-${xnid}`,
   otp: (svcId: number, number: string) => `otp-${svcId}-${number}`,
   sms: (id: string) => `sms-${id}`,
+  schedule: (id: string) => `schedule-${id}`,
   campaign: (svcId: number, campaignId: number) => `campaign-${svcId}-${campaignId}`,
   subscriber: (svcId: number, id: number) => `subscriber-${svcId}-${id}`,
   delivery: (id: string) => `delivery-${id}`,

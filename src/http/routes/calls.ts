@@ -1,6 +1,8 @@
 /** Calls: placing them and the control signals (hangup, transfer, add-call, whisper-spy). */
 import type { RouteRegistrar } from './index.js';
-import { defineRoute } from '../route.js';
+import { defineRoute, text } from '../route.js';
+import { randomUUID } from 'node:crypto';
+import { scheduleDecider } from '../../commands/schedule/schedule.js';
 import { scopeService } from '../scope.js';
 import type { Context } from '../../context.js';
 import type { AuthUser } from '../auth/authenticator.js';
@@ -150,7 +152,37 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
       'skill-id': { type: 'integer', min: 1 },
     },
     handler: async ({ p, user }) => {
-      if (p['schedule-time'] !== undefined) throw invalid('schedule-time: scheduled calls are not available in this build');
+      if (p['schedule-time'] !== undefined) {
+        const svcId = scopeService(user, p['service-id'], 'service-id');
+        let namedAgentId: number | null = null;
+        if (p['agent-sip'] !== undefined || p['agent-number'] !== undefined) {
+          namedAgentId = (await targetAgent(ctx, user, svcId, { agentSip: p['agent-sip'], agentNumber: p['agent-number'] })).agentId;
+        } else if (!user.admin && user.agentId !== null) {
+          namedAgentId = user.agentId;
+        }
+        if (p['skill-id'] !== undefined) {
+          const service = await ctx.reads.get<ServiceDoc>('services', String(svcId));
+          if (!service?.skills.some((k) => k.id === p['skill-id'])) throw invalid(`skill-id ${p['skill-id']} is not a skill of service ${svcId}`);
+        }
+        const id = randomUUID();
+        const r = await handleCommand(ctx.events, streams.schedule(id), scheduleDecider, {
+          type: 'Schedule',
+          data: {
+            id,
+            svcId,
+            number: p.number,
+            runAt: p['schedule-time'],
+            maxTries: p['max-tries'] ?? 1,
+            skillId: p['skill-id'] ?? null,
+            namedAgentId,
+            countryCode: p['country-code'] === undefined ? '' : String(p['country-code']),
+            userId: user.id,
+            time: ctx.now(),
+          },
+        });
+        await ctx.sync.waitFor(r.position);
+        return text('Success');
+      }
       const request = await outboundRequest(ctx, user, {
         number: p.number,
         serviceId: p['service-id'],

@@ -1,0 +1,58 @@
+/**
+ * Follows the event log from a stored checkpoint and hands each event to a handler, at least once:
+ * the checkpoint moves after the handler finished, so a crash replays the events since. Handlers must
+ * be idempotent (they enqueue jobs with ids derived from the event, or append with expected revisions).
+ */
+import type { Context } from '../context.js';
+import type { RecordedEvent, Subscription } from '../gateways/event-store/port.js';
+
+export interface Follower {
+  stop(): Promise<void>;
+}
+
+export async function follow(ctx: Context, name: string, types: string[], handle: (e: RecordedEvent) => Promise<void>): Promise<Follower> {
+  const checkpointName = `worker:${name}`;
+  const wanted = new Set(types);
+  let position = await ctx.reads.checkpoint(checkpointName);
+  let stopped = false;
+  const sub: Subscription = ctx.events.subscribeToAll({ after: position });
+  let saving: Promise<void> = Promise.resolve();
+  const save = () => {
+    // Coalesced: at most one checkpoint write in flight, always the latest position.
+    saving = saving.then(() => ctx.reads.commit([], { [checkpointName]: position }));
+  };
+  const loop = (async () => {
+    try {
+      for await (const e of sub) {
+        if (stopped) break;
+        if (wanted.has(e.type)) {
+          for (let attempt = 0; ; attempt++) {
+            try {
+              await handle(e);
+              break;
+            } catch (err) {
+              ctx.logger.error({ err, worker: name, position: e.position, attempt }, 'worker failed on an event; retrying');
+              if (stopped) return;
+              await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** attempt)));
+            }
+          }
+          position = e.position;
+          save();
+        } else {
+          position = e.position;
+        }
+      }
+    } catch (err) {
+      if (!stopped) ctx.logger.error({ err, worker: name }, 'worker stopped: event subscription failed');
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      sub.close();
+      await loop;
+      save();
+      await saving;
+    },
+  };
+}

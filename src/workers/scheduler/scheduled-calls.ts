@@ -1,0 +1,74 @@
+/**
+ * Scheduled calls: `CallScheduled` becomes a job due at its time; the job places the attempt and the
+ * call in one transaction (so an attempt is placed once, however often the job runs); a missed attempt
+ * is tried again SCHEDULE_RETRY_S after it ended, up to max-tries. The schedule lives in the event log
+ * and the queue, so a restart or a kill -9 loses none and places none twice.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Context } from '../../context.js';
+import type { RecordedEvent } from '../../gateways/event-store/port.js';
+import { WrongExpectedRevisionError } from '../../gateways/event-store/port.js';
+import { fold, handleCommand, toDomain, toNew } from '../../commands/decider.js';
+import { scheduleDecider, type CallScheduledData, type ScheduleEvent } from '../../commands/schedule/schedule.js';
+import type { CallEndedData } from '../../domain/call-events.js';
+import type { CallStartedData } from '../../commands/call/call.js';
+import { streams } from '../../domain/streams.js';
+import { outboundCallStarted } from '../../http/routes/calls.js';
+import { follow, type Follower } from '../follower.js';
+
+export const SCHEDULE_QUEUE = 'scheduled-call';
+
+const jobId = (id: string, attempt: number) => `${id}:${attempt}`;
+
+async function placeAttempt(ctx: Context, id: string, attempt: number) {
+  for (let tries = 0; tries < 5; tries++) {
+    const recorded = await ctx.events.readStream(streams.schedule(id));
+    const state = fold(scheduleDecider, recorded.map((e) => toDomain<ScheduleEvent>(e)));
+    const s = state.scheduled;
+    if (!s || state.done || state.attempts >= attempt) return;
+    const started = await outboundCallStarted(ctx, {
+      svcId: s.svcId,
+      number: s.number,
+      origin: 'schedule',
+      namedAgentId: s.namedAgentId,
+      agentFirst: false,
+      recording: true,
+      countryCode: s.countryCode,
+      skillId: s.skillId,
+      userId: s.userId,
+      source: { kind: 'schedule', id, attempt },
+      xnid: randomUUID(),
+    });
+    const events = scheduleDecider.decide({ type: 'PlaceAttempt', attempt, xnid: started.xnid, time: ctx.now() }, state);
+    if (events.length === 0) return;
+    try {
+      await ctx.events.appendToStreams([
+        { streamId: streams.schedule(id), events: events.map((e, i) => toNew(e, i)), expectedRevision: recorded[recorded.length - 1]!.revision },
+        { streamId: streams.call(started.xnid), events: [toNew({ type: 'CallStarted', data: started }, 0)], expectedRevision: 'no_stream' },
+      ]);
+      return;
+    } catch (err) {
+      if (!(err instanceof WrongExpectedRevisionError)) throw err;
+    }
+  }
+}
+
+export async function startScheduledCalls(ctx: Context): Promise<Follower> {
+  ctx.queue.process<{ id: string; attempt: number }>(SCHEDULE_QUEUE, (job) => placeAttempt(ctx, job.payload.id, job.payload.attempt), { concurrency: 8 });
+  return follow(ctx, 'scheduled-calls', ['CallScheduled', 'CallEnded'], async (e: RecordedEvent) => {
+    if (e.type === 'CallScheduled') {
+      const d = e.data as CallScheduledData;
+      await ctx.queue.enqueue(SCHEDULE_QUEUE, { id: jobId(d.id, 1), payload: { id: d.id, attempt: 1 }, runAt: d.runAt, backoffMs: [1000, 5000, 30000] });
+      return;
+    }
+    const ended = e.data as CallEndedData;
+    const first = (await ctx.events.readStream(streams.call(ended.xnid), { maxCount: 1 }))[0];
+    const source = (first?.data as CallStartedData | undefined)?.source as { kind?: string; id?: string; attempt?: number } | null | undefined;
+    if (source?.kind !== 'schedule' || !source.id || !source.attempt) return;
+    const answered = ended.disposition === 'answered';
+    const r = await handleCommand(ctx.events, streams.schedule(source.id), scheduleDecider, { type: 'RecordOutcome', attempt: source.attempt, xnid: ended.xnid, answered, time: ctx.now() });
+    if (answered || r.state.done || !r.state.scheduled || source.attempt >= r.state.scheduled.maxTries) return;
+    const next = source.attempt + 1;
+    await ctx.queue.enqueue(SCHEDULE_QUEUE, { id: jobId(source.id, next), payload: { id: source.id, attempt: next }, runAt: ended.endTime + ctx.config.scheduleRetryS * 1000, backoffMs: [1000, 5000, 30000] });
+  });
+}
