@@ -26,6 +26,7 @@ import { CallFlow } from './workers/call-flow/manager.js';
 import { startSmsSender } from './workers/sms/sender.js';
 import { startScheduledCalls } from './workers/scheduler/scheduled-calls.js';
 import type { Follower } from './workers/follower.js';
+import { DialerEngine } from './workers/dialer/engine.js';
 import type { SmsGateway } from './gateways/sms/port.js';
 import { SimulatedSmsGateway } from './gateways/sms/simulator.js';
 
@@ -34,6 +35,7 @@ export interface Platform {
   app: FastifyInstance | null;
   runner: ProjectionRunner | null;
   callFlow: CallFlow | null;
+  dialer: DialerEngine | null;
   /** Listens on the configured ports; resolves with the HTTP address. */
   start(): Promise<{ httpUrl: string | null }>;
   /** Graceful: stop accepting, finish in-flight requests, stop workers, close stores. */
@@ -82,6 +84,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   const callFlow = config.roles.has('worker')
     ? new CallFlow(ctx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
     : null;
+  const dialer = config.roles.has('worker') ? new DialerEngine(ctx) : null;
   let stopped = false;
   const followers: Follower[] = [];
 
@@ -90,12 +93,14 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     app,
     runner,
     callFlow,
+    dialer,
     async start() {
       if (runner) await runner.start();
       if (callFlow) await callFlow.start();
       if (config.roles.has('worker')) {
         await startSmsSender(ctx);
         followers.push(await startScheduledCalls(ctx));
+        await dialer!.start();
       }
       if (config.provisionFile) {
         const doc = JSON.parse(await readFile(config.provisionFile, 'utf8'));
@@ -115,6 +120,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       // Jobs first (they append events), then what reacts to events, then the projector.
       await queue.close();
       for (const f of followers) await f.stop();
+      if (dialer) await dialer.stop();
       if (callFlow) await callFlow.stop();
       if (runner) await runner.stop();
       await reads.close();

@@ -5,7 +5,9 @@ import { usersProjection, usernamesProjection } from './users.js';
 import { customersProjection } from './customers.js';
 import { agentsProjection } from './agents.js';
 import { smsProjection } from './sms.js';
+import { campaignsProjection, campaignContactsProjection } from './campaigns.js';
 import { callsProjection, callStatsProjection, inIvrProjection, meteringProjection, queuedCallersProjection } from './calls.js';
 
 export const projections: Projection<any>[] = [servicesProjection, usersProjection, usernamesProjection, customersProjection, agentsProjection,
-  callsProjection, callStatsProjection, inIvrProjection, queuedCallersProjection, meteringProjection, smsProjection];
+  callsProjection, callStatsProjection, inIvrProjection, queuedCallersProjection, meteringProjection, smsProjection,
+  campaignsProjection, campaignContactsProjection];

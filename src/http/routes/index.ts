@@ -11,8 +11,9 @@ import { historyRoutes } from './history.js';
 import { simulatorRoutes } from './ops-simulator.js';
 import { recordingRoutes } from './recordings.js';
 import { messagingRoutes } from './messaging.js';
+import { campaignOpsRoutes } from './ops-campaigns.js';
 
 export type RouteRegistrar = (app: FastifyInstance, ctx: Context) => void;
 
 /** Every resource's routes; a new resource file adds itself here. */
-export const routes: RouteRegistrar[] = [pingRoutes, loginRoutes, userRoutes, provisioningRoutes, agentRoutes, dashboardRoutes, callRoutes, historyRoutes, simulatorRoutes, recordingRoutes, messagingRoutes];
+export const routes: RouteRegistrar[] = [pingRoutes, loginRoutes, userRoutes, provisioningRoutes, agentRoutes, dashboardRoutes, callRoutes, historyRoutes, simulatorRoutes, recordingRoutes, messagingRoutes, campaignOpsRoutes];

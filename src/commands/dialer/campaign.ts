@@ -1,0 +1,58 @@
+/**
+ * Dialer campaigns: uploads and their contacts (`campaign-<svcId>-<campaignId>`), and each contact's
+ * dial attempts (`dialer-contact-<svcId>-<campaignId>-<contactId>`). A contact's own stream makes
+ * "never two calls to one contact at once" and "at most DIALER_MAX_TRIES attempts" an append with an
+ * expected revision.
+ */
+import type { Decider, DomainEvent } from '../decider.js';
+
+export interface DialerContact {
+  contactId: string;
+  number: string;
+  /** The row's other columns, by header. */
+  fields: Record<string, string>;
+}
+
+type CampaignIds = { svcId: number; campaignId: number; time: number };
+
+export type CampaignEvent =
+  | DomainEvent<'CampaignUploaded', CampaignIds & { uploadNo: number; endTime: number; fileName: string; contacts: number; skipped: number; maxTries: number; invalidatedOld: boolean }>
+  | DomainEvent<'CampaignContactsAdded', CampaignIds & { uploadNo: number; contacts: DialerContact[] }>
+  | DomainEvent<'CampaignPendingDropped', CampaignIds & { contactIds: string[] }>;
+
+type ContactIds = CampaignIds & { contactId: string };
+
+export type ContactEvent =
+  | DomainEvent<'ContactDialAttempted', ContactIds & { attempt: number; xnid: string; number: string }>
+  | DomainEvent<'ContactDialOutcome', ContactIds & { attempt: number; xnid: string; answered: boolean; final: boolean }>;
+
+export interface ContactState {
+  attempts: number;
+  inFlight: string | null;
+  done: boolean;
+}
+
+export type ContactCommand =
+  | { type: 'Attempt'; ids: ContactIds; attempt: number; xnid: string; number: string; maxTries: number }
+  | { type: 'Outcome'; ids: ContactIds; xnid: string; answered: boolean; maxTries: number };
+
+export const contactDecider: Decider<ContactCommand, ContactState, ContactEvent> = {
+  initialState: () => ({ attempts: 0, inFlight: null, done: false }),
+  evolve(s, e) {
+    if (e.type === 'ContactDialAttempted') return { ...s, attempts: e.data.attempt, inFlight: e.data.xnid };
+    return { ...s, inFlight: null, done: e.data.final };
+  },
+  decide(c, s) {
+    if (c.type === 'Attempt') {
+      if (s.done || s.inFlight || c.attempt !== s.attempts + 1 || c.attempt > c.maxTries) return [];
+      return [{ type: 'ContactDialAttempted', data: { ...c.ids, attempt: c.attempt, xnid: c.xnid, number: c.number } }];
+    }
+    if (s.inFlight !== c.xnid) return [];
+    const final = c.answered || s.attempts >= c.maxTries;
+    return [{ type: 'ContactDialOutcome', data: { ...c.ids, attempt: s.attempts, xnid: c.xnid, answered: c.answered, final } }];
+  },
+};
+
+export const contactStream = (svcId: number, campaignId: number, contactId: string) => `dialer-contact-${svcId}-${campaignId}-${contactId}`;
+export const campaignKey = (svcId: number, campaignId: number) => `${svcId}-${campaignId}`;
+export const contactKey = (svcId: number, campaignId: number, contactId: string) => `${svcId}-${campaignId}-${contactId}`;

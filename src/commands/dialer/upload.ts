@@ -1,0 +1,55 @@
+/**
+ * Stores an upload as events: CampaignUploaded, the contacts in batches, and (invalidate-old-data)
+ * the drop of contacts not yet dialled, all in one transaction: a refused or interrupted upload
+ * stores nothing.
+ */
+import type { Context } from '../../context.js';
+import { WrongExpectedRevisionError, type NewEvent } from '../../gateways/event-store/port.js';
+import { streams } from '../../domain/streams.js';
+import { unavailable } from '../../domain/errors.js';
+import type { ContactDoc } from '../../projections/campaigns.js';
+import type { DialerContact } from './campaign.js';
+
+const BATCH = 1000;
+
+export interface Upload {
+  svcId: number;
+  campaignId: number;
+  endTime: number;
+  fileName: string;
+  /** Contacts without ids; ids are given here (upload number and row). */
+  contacts: Omit<DialerContact, 'contactId'>[];
+  skipped: number;
+  invalidateOld: boolean;
+}
+
+export async function uploadCampaign(ctx: Context, u: Upload): Promise<number> {
+  const streamId = streams.campaign(u.svcId, u.campaignId);
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const recorded = await ctx.events.readStream(streamId);
+    const uploadNo = recorded.filter((e) => e.type === 'CampaignUploaded').length + 1;
+    const time = ctx.now();
+    const ids = { svcId: u.svcId, campaignId: u.campaignId, time };
+    const events: NewEvent[] = [];
+    if (u.invalidateOld) {
+      await ctx.sync.caughtUp();
+      const notDialled = await ctx.reads.find<ContactDoc>('campaign-contacts', { svcId: u.svcId, campaignId: u.campaignId, status: 'pending', attempts: 0 });
+      if (notDialled.length) events.push({ type: 'CampaignPendingDropped', data: { ...ids, contactIds: notDialled.map((c) => c.contactId) } });
+    }
+    events.push({
+      type: 'CampaignUploaded',
+      data: { ...ids, uploadNo, endTime: u.endTime, fileName: u.fileName, contacts: u.contacts.length, skipped: u.skipped, maxTries: ctx.config.dialerMaxTries, invalidatedOld: u.invalidateOld },
+    });
+    for (let i = 0; i < u.contacts.length; i += BATCH) {
+      const contacts = u.contacts.slice(i, i + BATCH).map((c, j) => ({ contactId: `${uploadNo}.${i + j + 1}`, number: c.number, fields: c.fields }));
+      events.push({ type: 'CampaignContactsAdded', data: { ...ids, uploadNo, contacts } });
+    }
+    try {
+      const r = await ctx.events.appendToStream(streamId, events, { expectedRevision: recorded.length ? recorded[recorded.length - 1]!.revision : 'no_stream' });
+      return r.position;
+    } catch (err) {
+      if (!(err instanceof WrongExpectedRevisionError)) throw err;
+    }
+  }
+  throw unavailable(`too many concurrent uploads to campaign ${u.campaignId}; try again`);
+}

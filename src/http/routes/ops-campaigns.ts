@@ -1,0 +1,33 @@
+/** GET /ops/v1/campaigns?svc-id=: each dialer campaign's progress. */
+import type { RouteRegistrar } from './index.js';
+import { defineRoute } from '../route.js';
+import type { CampaignDoc } from '../../projections/campaigns.js';
+
+export const campaignOpsRoutes: RouteRegistrar = (app, ctx) => {
+  defineRoute(app, ctx, {
+    method: 'GET',
+    url: '/ops/v1/campaigns',
+    summary: "Dialer campaigns' progress",
+    tags: ['operator'],
+    auth: 'operator',
+    params: { 'svc-id': { type: 'integer', required: true, min: 1 } },
+    handler: async ({ p }) => {
+      const docs = await ctx.reads.find<CampaignDoc>('campaigns', { svcId: p['svc-id'] }, { orderBy: { field: 'campaignId' } });
+      const now = ctx.now();
+      return docs.map((c) => ({
+        svcId: c.svcId,
+        campaignId: c.campaignId,
+        endTime: c.endTime,
+        active: c.endTime > now,
+        total: c.total,
+        dialled: c.dialled,
+        answered: c.answered,
+        missed: c.missed,
+        pending: c.pending,
+        skipped: c.skipped,
+        dropped: c.dropped,
+        uploads: c.uploads,
+      }));
+    },
+  });
+};

@@ -1,0 +1,128 @@
+/** Read models of the dialer: `campaigns` (progress per campaign) and `campaign-contacts` (each contact). */
+import type { RecordedEvent } from '../gateways/event-store/port.js';
+import { campaignKey, contactKey, type CampaignEvent, type ContactEvent, type DialerContact } from '../commands/dialer/campaign.js';
+import type { Projection } from './projection.js';
+
+export interface CampaignDoc extends Record<string, unknown> {
+  svcId: number;
+  campaignId: number;
+  endTime: number;
+  uploads: number;
+  /** Contacts added and not dropped. */
+  total: number;
+  /** Calls placed. */
+  dialled: number;
+  answered: number;
+  /** Attempts not answered. */
+  missed: number;
+  /** Contacts still to be called (not answered, tries left, not dropped). */
+  pending: number;
+  /** Rows skipped at upload for an invalid number. */
+  skipped: number;
+  dropped: number;
+  updatedAt: number;
+}
+
+export interface ContactDoc extends Record<string, unknown> {
+  svcId: number;
+  campaignId: number;
+  contactId: string;
+  seq: number;
+  number: string;
+  fields: Record<string, string>;
+  attempts: number;
+  status: 'pending' | 'dialling' | 'answered' | 'missed' | 'dropped';
+  lastEndedAt: number | null;
+}
+
+type D = { svcId: number; campaignId: number; time: number };
+
+export const campaignsProjection: Projection<CampaignDoc> = {
+  name: 'campaigns',
+  keys(e: RecordedEvent) {
+    if (!/^(Campaign|ContactDial)/.test(e.type)) return [];
+    const d = e.data as D;
+    return [campaignKey(d.svcId, d.campaignId)];
+  },
+  evolve(doc, e) {
+    const d = e.data as D;
+    const c: CampaignDoc = doc ?? { svcId: d.svcId, campaignId: d.campaignId, endTime: 0, uploads: 0, total: 0, dialled: 0, answered: 0, missed: 0, pending: 0, skipped: 0, dropped: 0, updatedAt: d.time };
+    const ev = { type: e.type, data: e.data } as CampaignEvent | ContactEvent;
+    switch (ev.type) {
+      case 'CampaignUploaded':
+        return { ...c, endTime: ev.data.endTime, uploads: c.uploads + 1, skipped: c.skipped + ev.data.skipped, updatedAt: d.time };
+      case 'CampaignContactsAdded':
+        return { ...c, total: c.total + ev.data.contacts.length, pending: c.pending + ev.data.contacts.length, updatedAt: d.time };
+      case 'CampaignPendingDropped':
+        return { ...c, total: c.total - ev.data.contactIds.length, pending: c.pending - ev.data.contactIds.length, dropped: c.dropped + ev.data.contactIds.length, updatedAt: d.time };
+      case 'ContactDialAttempted':
+        return { ...c, dialled: c.dialled + 1, updatedAt: d.time };
+      case 'ContactDialOutcome':
+        return {
+          ...c,
+          answered: c.answered + (ev.data.answered ? 1 : 0),
+          missed: c.missed + (ev.data.answered ? 0 : 1),
+          pending: c.pending - (ev.data.final ? 1 : 0),
+          updatedAt: d.time,
+        };
+    }
+  },
+};
+
+/** Index of each contact in an upload batch, computed once per event (evolve runs once per contact). */
+const batchIndex = new WeakMap<object, Map<string, number>>();
+function indexIn(e: RecordedEvent, d: { svcId: number; campaignId: number; contacts: DialerContact[] }, id: string): number {
+  let m = batchIndex.get(e);
+  if (!m) {
+    m = new Map(d.contacts.map((c, i) => [contactKey(d.svcId, d.campaignId, c.contactId), i]));
+    batchIndex.set(e, m);
+  }
+  return m.get(id)!;
+}
+
+export const campaignContactsProjection: Projection<ContactDoc> = {
+  name: 'campaign-contacts',
+  keys(e: RecordedEvent) {
+    const d = e.data as D & { contactId?: string; contacts?: DialerContact[]; contactIds?: string[] };
+    switch (e.type) {
+      case 'CampaignContactsAdded':
+        return d.contacts!.map((c) => contactKey(d.svcId, d.campaignId, c.contactId));
+      case 'CampaignPendingDropped':
+        return d.contactIds!.map((id) => contactKey(d.svcId, d.campaignId, id));
+      case 'ContactDialAttempted':
+      case 'ContactDialOutcome':
+        return [contactKey(d.svcId, d.campaignId, d.contactId!)];
+      default:
+        return [];
+    }
+  },
+  evolve(doc, e, id) {
+    const ev = { type: e.type, data: e.data } as CampaignEvent | ContactEvent;
+    switch (ev.type) {
+      case 'CampaignContactsAdded': {
+        const index = indexIn(e, ev.data, id);
+        const c = ev.data.contacts[index]!;
+        return {
+          svcId: ev.data.svcId,
+          campaignId: ev.data.campaignId,
+          contactId: c.contactId,
+          // Upload order: the dialer calls contacts first come, first served.
+          seq: e.position * 100_000 + index,
+          number: c.number,
+          fields: c.fields,
+          attempts: 0,
+          status: 'pending',
+          lastEndedAt: null,
+        };
+      }
+      case 'CampaignPendingDropped':
+        return doc ? { ...doc, status: 'dropped' } : doc;
+      case 'ContactDialAttempted':
+        return doc ? { ...doc, attempts: ev.data.attempt, status: 'dialling' } : doc;
+      case 'ContactDialOutcome':
+        return doc ? { ...doc, status: ev.data.answered ? 'answered' : ev.data.final ? 'missed' : 'pending', lastEndedAt: ev.data.time } : doc;
+      default:
+        return doc;
+    }
+  },
+};

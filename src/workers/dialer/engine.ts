@@ -1,0 +1,275 @@
+/**
+ * The progressive dialer: while a campaign's end-time is ahead, it places one customer-first call
+ * per free agent of the service (calls placed but not yet given to an agent count against the free
+ * agents), each contact at most DIALER_MAX_TRIES times, DIALER_RETRY_S after a missed attempt, in
+ * upload order. Each attempt is appended with the call in one transaction on the contact's stream,
+ * so no contact is ever dialled twice at once. The agent's wrap-up after a dialer call keeps it out of
+ * rotation (the call carries `wrapUp`).
+ *
+ * Its working set (contacts still to call, calls in flight) is memory rebuilt from the read models at
+ * start; outcomes of calls that ended while no dialer ran are recorded then.
+ */
+import type { Context } from '../../context.js';
+import type { RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
+import { WrongExpectedRevisionError } from '../../gateways/event-store/port.js';
+import { fold, handleCommand, toDomain, toNew } from '../../commands/decider.js';
+import { campaignKey, contactDecider, contactStream, type CampaignEvent, type ContactEvent } from '../../commands/dialer/campaign.js';
+import type { CallEndedData } from '../../domain/call-events.js';
+import { streams } from '../../domain/streams.js';
+import type { CampaignDoc, ContactDoc } from '../../projections/campaigns.js';
+import type { CallDoc } from '../../projections/calls.js';
+import { outboundCallStarted } from '../../http/routes/calls.js';
+import { freeAgents } from '../../queries/agents.js';
+
+interface Pending {
+  contactId: string;
+  number: string;
+  attempts: number;
+  seq: number;
+  nextAt: number;
+}
+
+interface Campaign {
+  svcId: number;
+  campaignId: number;
+  endTime: number;
+  pending: Map<string, Pending>;
+}
+
+interface InFlight {
+  campaign: string;
+  contactId: string;
+  svcId: number;
+  bridged: boolean;
+}
+
+export class DialerEngine {
+  private readonly campaigns = new Map<string, Campaign>();
+  private readonly inFlight = new Map<string, InFlight>();
+  private subscription: Subscription | null = null;
+  private loop: Promise<void> | null = null;
+  private ticker: NodeJS.Timeout | null = null;
+  private pacing: Promise<void> = Promise.resolve();
+  private paceQueued = false;
+  private stopped = false;
+
+  constructor(private readonly ctx: Context) {}
+
+  /** Calls placed and not yet ended (tests, bench). */
+  get callsInFlight(): number {
+    return this.inFlight.size;
+  }
+
+  async start(): Promise<void> {
+    const head = await this.ctx.events.headPosition();
+    await this.ctx.sync.waitFor(head);
+    for (const c of await this.ctx.reads.find<CampaignDoc>('campaigns')) {
+      const campaign = this.campaign(c.svcId, c.campaignId, c.endTime);
+      for (const contact of await this.ctx.reads.find<ContactDoc>('campaign-contacts', { svcId: c.svcId, campaignId: c.campaignId })) {
+        if (contact.status === 'pending') campaign.pending.set(contact.contactId, this.pendingOf(contact));
+        else if (contact.status === 'dialling') await this.recoverInFlight(campaign, contact);
+      }
+    }
+    this.subscription = this.ctx.events.subscribeToAll({ after: head });
+    this.loop = this.consume(this.subscription);
+    // Retry times and wrap-up ends are clock-driven: look again regularly.
+    this.ticker = setInterval(() => this.pace(), 500);
+    this.ticker.unref();
+    this.pace();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.ticker) clearInterval(this.ticker);
+    this.subscription?.close();
+    await this.loop;
+    await this.pacing;
+  }
+
+  private campaign(svcId: number, campaignId: number, endTime: number): Campaign {
+    const key = campaignKey(svcId, campaignId);
+    let c = this.campaigns.get(key);
+    if (!c) {
+      c = { svcId, campaignId, endTime, pending: new Map() };
+      this.campaigns.set(key, c);
+    }
+    c.endTime = endTime || c.endTime;
+    return c;
+  }
+
+  private pendingOf(c: ContactDoc): Pending {
+    return {
+      contactId: c.contactId,
+      number: c.number,
+      attempts: c.attempts,
+      seq: c.seq,
+      nextAt: c.lastEndedAt === null ? 0 : c.lastEndedAt + this.ctx.config.dialerRetryS * 1000,
+    };
+  }
+
+  private async recoverInFlight(campaign: Campaign, contact: ContactDoc) {
+    const stream = contactStream(campaign.svcId, campaign.campaignId, contact.contactId);
+    const state = fold(contactDecider, (await this.ctx.events.readStream(stream)).map((e) => toDomain<ContactEvent>(e)));
+    if (!state.inFlight) return;
+    const call = await this.ctx.reads.get<CallDoc>('calls', state.inFlight);
+    if (call?.ended) {
+      await this.recordOutcome(campaign, contact.contactId, state.inFlight, call.disposition === 'answered', call.endTime ?? this.ctx.now(), contact);
+    } else {
+      this.inFlight.set(state.inFlight, { campaign: campaignKey(campaign.svcId, campaign.campaignId), contactId: contact.contactId, svcId: campaign.svcId, bridged: call?.agentId != null });
+    }
+  }
+
+  private async consume(sub: Subscription) {
+    try {
+      for await (const e of sub) {
+        if (this.stopped) break;
+        await this.onEvent(e);
+      }
+    } catch (err) {
+      if (!this.stopped) this.ctx.logger.error({ err }, 'dialer stopped: event subscription failed');
+    }
+  }
+
+  private async onEvent(e: RecordedEvent) {
+    switch (e.type) {
+      case 'CampaignUploaded': {
+        const d = (e as unknown as Extract<CampaignEvent, { type: 'CampaignUploaded' }>).data;
+        this.campaign(d.svcId, d.campaignId, d.endTime);
+        return this.pace();
+      }
+      case 'CampaignContactsAdded': {
+        const d = (e as unknown as Extract<CampaignEvent, { type: 'CampaignContactsAdded' }>).data;
+        const c = this.campaign(d.svcId, d.campaignId, 0);
+        d.contacts.forEach((contact, i) => c.pending.set(contact.contactId, { contactId: contact.contactId, number: contact.number, attempts: 0, seq: e.position * 100_000 + i, nextAt: 0 }));
+        return this.pace();
+      }
+      case 'CampaignPendingDropped': {
+        const d = (e as unknown as Extract<CampaignEvent, { type: 'CampaignPendingDropped' }>).data;
+        const c = this.campaigns.get(campaignKey(d.svcId, d.campaignId));
+        for (const id of d.contactIds) c?.pending.delete(id);
+        return;
+      }
+      case 'CallBridged': {
+        const f = this.inFlight.get((e.data as { xnid: string }).xnid);
+        if (f) f.bridged = true;
+        return this.pace();
+      }
+      case 'CallEnded': {
+        const d = e.data as CallEndedData;
+        const f = this.inFlight.get(d.xnid);
+        if (!f) return;
+        await this.recordOutcome(this.campaigns.get(f.campaign)!, f.contactId, d.xnid, d.disposition === 'answered', d.endTime);
+        return this.pace();
+      }
+      case 'AgentLoggedIn':
+      case 'AgentBreakEnded':
+      case 'AgentReleased':
+        return this.pace();
+    }
+  }
+
+  private async recordOutcome(campaign: Campaign, contactId: string, xnid: string, answered: boolean, endedAt: number, doc?: ContactDoc) {
+    this.inFlight.delete(xnid);
+    const ids = { svcId: campaign.svcId, campaignId: campaign.campaignId, contactId, time: this.ctx.now() };
+    const r = await handleCommand(this.ctx.events, contactStream(campaign.svcId, campaign.campaignId, contactId), contactDecider, {
+      type: 'Outcome',
+      ids,
+      xnid,
+      answered,
+      maxTries: this.ctx.config.dialerMaxTries,
+    });
+    if (r.state.done) return;
+    const known = campaign.pending.get(contactId);
+    campaign.pending.set(contactId, {
+      contactId,
+      number: known?.number ?? doc?.number ?? (await this.contactNumber(campaign, contactId)),
+      attempts: r.state.attempts,
+      seq: known?.seq ?? doc?.seq ?? 0,
+      nextAt: endedAt + this.ctx.config.dialerRetryS * 1000,
+    });
+  }
+
+  private async contactNumber(campaign: Campaign, contactId: string): Promise<string> {
+    const doc = await this.ctx.reads.get<ContactDoc>('campaign-contacts', `${campaign.svcId}-${campaign.campaignId}-${contactId}`);
+    return doc?.number ?? '';
+  }
+
+  /** Runs one pacing pass after the current one (passes never overlap). */
+  private pace() {
+    if (this.paceQueued || this.stopped) return;
+    this.paceQueued = true;
+    this.pacing = this.pacing.then(async () => {
+      this.paceQueued = false;
+      try {
+        await this.paceOnce();
+      } catch (err) {
+        this.ctx.logger.error({ err }, 'dialer pacing failed');
+      }
+    });
+  }
+
+  private async paceOnce() {
+    const now = this.ctx.now();
+    const byService = new Map<number, Campaign[]>();
+    for (const c of this.campaigns.values()) {
+      if (c.endTime <= now || c.pending.size === 0) continue;
+      byService.set(c.svcId, [...(byService.get(c.svcId) ?? []), c]);
+    }
+    for (const [svcId, campaigns] of byService) {
+      const free = (await freeAgents(this.ctx, svcId)).length;
+      const waiting = [...this.inFlight.values()].filter((f) => f.svcId === svcId && !f.bridged).length;
+      let slots = free - waiting;
+      while (slots > 0 && !this.stopped) {
+        const next = this.nextContact(campaigns, now);
+        if (!next) break;
+        if (await this.place(next.campaign, next.contact)) slots--;
+      }
+    }
+  }
+
+  private nextContact(campaigns: Campaign[], now: number): { campaign: Campaign; contact: Pending } | null {
+    let best: { campaign: Campaign; contact: Pending } | null = null;
+    for (const campaign of campaigns) {
+      for (const contact of campaign.pending.values()) {
+        if (contact.nextAt > now) continue;
+        if (!best || contact.seq < best.contact.seq) best = { campaign, contact };
+        break; // pending keeps upload order: the first due contact of a campaign is its best
+      }
+    }
+    return best;
+  }
+
+  private async place(campaign: Campaign, contact: Pending): Promise<boolean> {
+    campaign.pending.delete(contact.contactId);
+    const stream = contactStream(campaign.svcId, campaign.campaignId, contact.contactId);
+    const recorded = await this.ctx.events.readStream(stream);
+    const state = fold(contactDecider, recorded.map((e) => toDomain<ContactEvent>(e)));
+    const attempt = state.attempts + 1;
+    const started = await outboundCallStarted(this.ctx, {
+      svcId: campaign.svcId,
+      number: contact.number,
+      origin: 'dialer',
+      namedAgentId: null,
+      agentFirst: false,
+      recording: true,
+      wrapUp: true,
+      userId: null,
+      source: { kind: 'dialer', campaignId: campaign.campaignId, contactId: contact.contactId, attempt },
+    });
+    const ids = { svcId: campaign.svcId, campaignId: campaign.campaignId, contactId: contact.contactId, time: this.ctx.now() };
+    const events = contactDecider.decide({ type: 'Attempt', ids, attempt, xnid: started.xnid, number: contact.number, maxTries: this.ctx.config.dialerMaxTries }, state);
+    if (events.length === 0) return false;
+    try {
+      await this.ctx.events.appendToStreams([
+        { streamId: stream, events: events.map((e, i) => toNew(e, i)), expectedRevision: recorded.length ? recorded[recorded.length - 1]!.revision : 'no_stream' },
+        { streamId: streams.call(started.xnid), events: [toNew({ type: 'CallStarted', data: started }, 0)], expectedRevision: 'no_stream' },
+      ]);
+    } catch (err) {
+      if (err instanceof WrongExpectedRevisionError) return false;
+      campaign.pending.set(contact.contactId, contact);
+      throw err;
+    }
+    this.inFlight.set(started.xnid, { campaign: campaignKey(campaign.svcId, campaign.campaignId), contactId: contact.contactId, svcId: campaign.svcId, bridged: false });
+    return true;
+  }
+}
