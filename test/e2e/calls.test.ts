@@ -63,6 +63,9 @@ describe('calls on the simulated switch', () => {
     // The agent is free again, and a second hangup is a conflict.
     await eventually(async () => (await (await s.api('/api/v1/agents-free')).json()).length === 1, 'agent free again');
     expect((await s.api('/api/v1/hangup', { method: 'POST', form: { xnid } })).status).toBe(409);
+    expect((await s.api('/api/v1/calls/not-a-call', { method: 'POST', form: { signal: 'hangup' } })).status).toBe(404);
+    expect((await s.api('/api/v1/calls/00000000-0000-4000-8000-000000000000', { method: 'POST', form: { signal: 'hangup' } })).status).toBe(404);
+    expect((await s.api(`/api/v1/calls/${xnid}`, { method: 'POST', form: { signal: 'dance' } })).status).toBe(400);
     // Socket-ready leg events carry the agent once there is one.
     const ev = await callEvents(s, xnid);
     const agentUp = ev.find((e) => e.type === 'AgentUp')!.data as any;

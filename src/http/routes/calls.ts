@@ -17,6 +17,8 @@ import { findAgent, getAgent, targetAgent } from '../../queries/agents.js';
 import { callFor } from '../../queries/calls.js';
 import { newCallId } from '../../workers/call-flow/manager.js';
 
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 export interface PlaceCall {
   svcId: number;
   number: string;
@@ -206,10 +208,12 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Send a signal to a call (signal=hangup)',
     tags: ['calls'],
     auth: 'user',
-    pathParams: { callTxnId: { type: 'uuid', required: true } },
+    pathParams: { callTxnId: { type: 'string', required: true, maxLength: 64 } },
     params: { signal: { type: 'string', required: true, enum: ['hangup'] } },
     handler: async ({ req, user }) => {
       const xnid = ((req.params as { callTxnId: string }).callTxnId).toLowerCase();
+      // Any id that names no call, well-formed or not, is an unknown call.
+      if (!UUID_RE.test(xnid)) throw notFound(`call ${xnid} not found`);
       await callCommand(ctx, user, xnid, { type: 'RequestHangup', userId: user.id, time: ctx.now() });
       return true;
     },
@@ -282,11 +286,13 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
     params: {
       xnid: { type: 'uuid', required: true },
       'country-code': { type: 'integer', required: true, min: 0, max: 9999 },
-      type: { type: 'string', required: true, enum: ['spy', 'whisper'] },
+      type: { type: 'string', required: true, maxLength: 10, description: 'spy or whisper' },
       number: { type: 'phone', required: true },
     },
     handler: async ({ p, user }) => {
-      await callCommand(ctx, user, p.xnid, { type: 'RequestMonitor', number: p.number, mode: p.type as 'spy' | 'whisper', time: ctx.now() });
+      const mode = p.type.toLowerCase();
+      if (mode !== 'spy' && mode !== 'whisper') throw invalid('type must be spy or whisper');
+      await callCommand(ctx, user, p.xnid, { type: 'RequestMonitor', number: p.number, mode, time: ctx.now() });
       return { isError: false, callTxnId: p.xnid };
     },
   });
