@@ -9,3 +9,4 @@ export function isPhoneNumber(s: string): boolean {
 export function normalizePhone(s: string): string {
   return s.startsWith('+') ? s.slice(1) : s;
 }
+

@@ -85,6 +85,12 @@ export interface OutboundParams {
   skillId?: number;
 }
 
+/** The agent a call names: one picked by sip or number (admin; agents only themselves), else the caller's own agent. */
+async function namedAgent(ctx: Context, user: AuthUser, svcId: number, agentSip?: string, agentNumber?: string): Promise<number | null> {
+  if (agentSip !== undefined || agentNumber !== undefined) return (await targetAgent(ctx, user, svcId, { agentSip, agentNumber })).agentId;
+  return !user.admin && user.agentId !== null ? user.agentId : null;
+}
+
 /**
  * What `POST /calls` places for these credentials (CONTRACT section 5): a named agent (admin names one;
  * agent credentials name themselves) is dialled first unless agent-dial-first says otherwise, and must
@@ -92,12 +98,7 @@ export interface OutboundParams {
  */
 export async function outboundRequest(ctx: Context, user: AuthUser, p: OutboundParams): Promise<PlaceCall> {
   const svcId = scopeService(user, p.serviceId, 'service-id');
-  let namedAgentId: number | null = null;
-  if (p.agentSip !== undefined || p.agentNumber !== undefined) {
-    namedAgentId = (await targetAgent(ctx, user, svcId, { agentSip: p.agentSip, agentNumber: p.agentNumber })).agentId;
-  } else if (!user.admin && user.agentId !== null) {
-    namedAgentId = user.agentId;
-  }
+  const namedAgentId = await namedAgent(ctx, user, svcId, p.agentSip, p.agentNumber);
   if (namedAgentId !== null) await freeTarget(ctx, svcId, namedAgentId, 'agent');
   return {
     svcId,
@@ -156,12 +157,7 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
     handler: async ({ p, user }) => {
       if (p['schedule-time'] !== undefined) {
         const svcId = scopeService(user, p['service-id'], 'service-id');
-        let namedAgentId: number | null = null;
-        if (p['agent-sip'] !== undefined || p['agent-number'] !== undefined) {
-          namedAgentId = (await targetAgent(ctx, user, svcId, { agentSip: p['agent-sip'], agentNumber: p['agent-number'] })).agentId;
-        } else if (!user.admin && user.agentId !== null) {
-          namedAgentId = user.agentId;
-        }
+        const namedAgentId = await namedAgent(ctx, user, svcId, p['agent-sip'], p['agent-number']);
         if (p['skill-id'] !== undefined) {
           const service = await ctx.reads.get<ServiceDoc>('services', String(svcId));
           if (!service?.skills.some((k) => k.id === p['skill-id'])) throw invalid(`skill-id ${p['skill-id']} is not a skill of service ${svcId}`);

@@ -1,4 +1,5 @@
 /** Call history and CRM: agent-recent-calls, customer-recent-calls, customer-details. */
+import { normalizePhone } from '../../domain/phone.js';
 import type { RouteRegistrar } from './index.js';
 import { defineRoute } from '../route.js';
 import { scopeService } from '../scope.js';
@@ -14,7 +15,7 @@ const recentParams = {
   'svc-id': { type: 'integer', required: true, min: 1 },
 } as const;
 
-const digits = (n: string) => n.replace(/^\+/, '');
+
 
 export const historyRoutes: RouteRegistrar = (app, ctx) => {
   for (const [url, summary] of [
@@ -52,12 +53,12 @@ export const historyRoutes: RouteRegistrar = (app, ctx) => {
       const number = p['customer-number'];
       const doc =
         (await ctx.reads.get<CustomerDoc>('customers', customerKey(svcId, number))) ??
-        (await ctx.reads.get<CustomerDoc>('customers', customerKey(svcId, digits(number))));
+        (await ctx.reads.get<CustomerDoc>('customers', customerKey(svcId, normalizePhone(number))));
       if (!doc) throw notFound(`no customer with number ${number} in service ${svcId}`);
       const basic = { number: doc.number, note: doc.note, address: doc.address, name: doc.name };
       if (!p.detailed) return basic;
       const service = await ctx.reads.get<ServiceDoc>('services', String(svcId));
-      const blocked = service?.blocked.some((b) => digits(b) === digits(doc.number)) ?? false;
+      const blocked = service?.blocked.some((b) => normalizePhone(b) === normalizePhone(doc.number)) ?? false;
       return {
         crc: await summaries(ctx, svcId, doc.recentTxnIds),
         crm: {

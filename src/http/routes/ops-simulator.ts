@@ -1,4 +1,5 @@
 /** Operator: the simulated switch's inbound calls and hangups, and metering (CONTRACT section 3). */
+import { normalizePhone } from '../../domain/phone.js';
 import type { RouteRegistrar } from './index.js';
 import { defineRoute } from '../route.js';
 import { handleCommand } from '../../commands/decider.js';
@@ -11,7 +12,7 @@ import type { CallDoc, MeteringDoc } from '../../projections/calls.js';
 import { newCallId } from '../../workers/call-flow/manager.js';
 import { OUTBOX, type OutboxEntry } from '../../gateways/sms/simulator.js';
 
-const digits = (n: string) => n.replace(/^\+/, '');
+
 
 export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
   defineRoute(app, ctx, {
@@ -29,7 +30,7 @@ export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
       if (p.ivr !== undefined && !/^[0-9*#]*$/.test(p.ivr)) throw invalid('ivr must be keypad digits');
       // Services are few; a scan keeps DIDs without a second read model.
       const services = await ctx.reads.find<ServiceDoc>('services');
-      const service = services.find((s) => s.dids.some((d) => digits(d) === digits(p.did)));
+      const service = services.find((s) => s.dids.some((d) => normalizePhone(d) === normalizePhone(p.did)));
       if (!service) throw notFound(`no service has DID ${p.did}`);
       const xnid = newCallId();
       const time = ctx.now();
@@ -50,7 +51,7 @@ export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
         msgToAgent: '',
         countryCode: '',
         userId: null,
-        blocked: service.blocked.some((b) => digits(b) === digits(p.from)),
+        blocked: service.blocked.some((b) => normalizePhone(b) === normalizePhone(p.from)),
         wrapUp: false,
         source: null,
         time,
