@@ -20,6 +20,7 @@ import { projections } from './projections/index.js';
 import { localReadSync, remoteReadSync } from './projections/read-sync.js';
 import { buildApp } from './http/app.js';
 import { applyProvisioning } from './commands/provisioning/provision.js';
+import { startDeliveryWorker, type DeliveryWorker } from './workers/delivery/index.js';
 
 export interface Platform {
   ctx: Context;
@@ -69,6 +70,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   const ctx: Context = { config, events, reads, queue, sync, logger, now };
   const app = config.roles.has('api') ? await buildApp(ctx) : null;
   let stopped = false;
+  let delivery: DeliveryWorker | null = null;
 
   return {
     ctx,
@@ -76,6 +78,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     runner,
     async start() {
       if (runner) await runner.start();
+      if (config.roles.has('worker')) delivery = await startDeliveryWorker(ctx);
       if (config.provisionFile) {
         const doc = JSON.parse(await readFile(config.provisionFile, 'utf8'));
         const result = await applyProvisioning(events, doc);
@@ -90,6 +93,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       if (stopped) return;
       stopped = true;
       if (app) await app.close();
+      if (delivery) await delivery.stop();
       if (runner) await runner.stop();
       await queue.close();
       await reads.close();
