@@ -59,12 +59,12 @@ export function openJobQueue(config: Config, logger?: Logger): JobQueue {
   return new EmbeddedJobQueue(path.join(config.dataDir, 'jobs.db'));
 }
 
-export async function createPlatform(config: Config, options: { logger?: Logger; now?: () => number } = {}): Promise<Platform> {
+export async function createPlatform(config: Config, options: { logger?: Logger; now?: () => number; queue?: JobQueue } = {}): Promise<Platform> {
   const logger = options.logger ?? createLogger(config);
   const now = options.now ?? Date.now;
   const events = openEventStore(config, now);
   const reads = openReadStore(config, now);
-  const queue = openJobQueue(config, logger);
+  const queue = options.queue ?? openJobQueue(config, logger);
   const runner = config.roles.has('projector') ? new ProjectionRunner(events, reads, projections, { logger }) : null;
   const sync = runner ? localReadSync(events, runner) : remoteReadSync(events, reads, projections.map((p) => p.name));
   const ctx: Context = { config, events, reads, queue, sync, logger, now };
