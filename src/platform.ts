@@ -29,6 +29,7 @@ import type { Follower } from './workers/follower.js';
 import { DialerEngine } from './workers/dialer/engine.js';
 import type { SmsGateway } from './gateways/sms/port.js';
 import { SimulatedSmsGateway } from './gateways/sms/simulator.js';
+import { startDeliveryWorker, type DeliveryWorker } from './workers/delivery/index.js';
 
 export interface Platform {
   ctx: Context;
@@ -69,12 +70,12 @@ export function openJobQueue(config: Config, logger?: Logger): JobQueue {
   return new EmbeddedJobQueue(path.join(config.dataDir, 'jobs.db'));
 }
 
-export async function createPlatform(config: Config, options: { logger?: Logger; now?: () => number; sms?: SmsGateway } = {}): Promise<Platform> {
+export async function createPlatform(config: Config, options: { logger?: Logger; now?: () => number; sms?: SmsGateway; queue?: JobQueue } = {}): Promise<Platform> {
   const logger = options.logger ?? createLogger(config);
   const now = options.now ?? Date.now;
   const events = openEventStore(config, now);
   const reads = openReadStore(config, now);
-  const queue = openJobQueue(config, logger);
+  const queue = options.queue ?? openJobQueue(config, logger);
   const runner = config.roles.has('projector') ? new ProjectionRunner(events, reads, projections, { logger }) : null;
   const sync = runner ? localReadSync(events, runner) : remoteReadSync(events, reads, projections.map((p) => p.name));
   const signer = new RecordingSigner(await loadSigningKey(events), config.publicBaseUrl);
@@ -87,6 +88,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   const dialer = config.roles.has('worker') ? new DialerEngine(ctx) : null;
   let stopped = false;
   const followers: Follower[] = [];
+  let delivery: DeliveryWorker | null = null;
 
   return {
     ctx,
@@ -101,6 +103,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
         await startSmsSender(ctx);
         followers.push(await startScheduledCalls(ctx));
         await dialer!.start();
+        delivery = await startDeliveryWorker(ctx);
       }
       if (config.provisionFile) {
         const doc = JSON.parse(await readFile(config.provisionFile, 'utf8'));
@@ -117,7 +120,8 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       if (stopped) return;
       stopped = true;
       if (app) await app.close();
-      // Jobs first (they append events), then what reacts to events, then the projector.
+      // Stop what plans work, then jobs (they append events), then what reacts to events, then the projector.
+      if (delivery) await delivery.stop();
       await queue.close();
       for (const f of followers) await f.stop();
       if (dialer) await dialer.stop();

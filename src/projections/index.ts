@@ -7,7 +7,21 @@ import { agentsProjection } from './agents.js';
 import { smsProjection } from './sms.js';
 import { campaignsProjection, campaignContactsProjection } from './campaigns.js';
 import { callsProjection, callStatsProjection, inIvrProjection, meteringProjection, queuedCallersProjection } from './calls.js';
+import { deliveriesProjection } from './deliveries.js';
 
-export const projections: Projection<any>[] = [servicesProjection, usersProjection, usernamesProjection, customersProjection, agentsProjection,
-  callsProjection, callStatsProjection, inIvrProjection, queuedCallersProjection, meteringProjection, smsProjection,
-  campaignsProjection, campaignContactsProjection];
+export const projections: Projection<any>[] = [
+  servicesProjection,
+  usersProjection,
+  usernamesProjection,
+  customersProjection,
+  agentsProjection,
+  callsProjection,
+  callStatsProjection,
+  inIvrProjection,
+  queuedCallersProjection,
+  meteringProjection,
+  smsProjection,
+  campaignsProjection,
+  campaignContactsProjection,
+  deliveriesProjection,
+];

@@ -206,11 +206,20 @@ export class EmbeddedJobQueue implements JobQueue {
       const free = worker.concurrency - worker.active.size;
       if (free > 0) {
         const now = Date.now();
-        const claimed = this.db.transaction(() => {
-          const rows = this.stmts.due.all(worker.name, now, now, free);
-          for (const r of rows) this.stmts.claim.run(this.token, now + this.leaseMs, r.queue, r.id);
-          return rows;
-        })();
+        // A claim need not survive power loss: a lost claim leaves the job waiting, which is what a
+        // crash mid-run amounts to anyway. Every other write is synced (FULL), and a synced commit
+        // makes the WAL durable up to it, claims included.
+        this.db.pragma('synchronous = NORMAL');
+        let claimed: Row[];
+        try {
+          claimed = this.db.transaction(() => {
+            const rows = this.stmts.due.all(worker.name, now, now, free);
+            for (const r of rows) this.stmts.claim.run(this.token, now + this.leaseMs, r.queue, r.id);
+            return rows;
+          })();
+        } finally {
+          this.db.pragma('synchronous = FULL');
+        }
         for (const row of claimed) this.start(worker, row);
       }
       if (worker.active.size < worker.concurrency) {
@@ -239,22 +248,47 @@ export class EmbeddedJobQueue implements JobQueue {
       } catch (err) {
         outcome = { ok: false, err };
       }
+      await this.writeSoon(() => {
+        const now = Date.now();
+        if (outcome.ok) {
+          this.stmts.complete.run(now, row.queue, row.id, this.token);
+        } else {
+          const message = errorMessage(outcome.err);
+          const permanent = outcome.err instanceof PermanentJobError;
+          if (!permanent && attempt <= backoff.length) this.stmts.retry.run(now + backoff[attempt - 1]!, message, row.queue, row.id, this.token);
+          else this.stmts.fail.run(now, message, row.queue, row.id, this.token);
+        }
+      });
       ids.delete(row.id);
-      if (!this.db.open) return; // abandoned: the lease lapses and the job runs again elsewhere
-      const now = Date.now();
-      if (outcome.ok) {
-        this.stmts.complete.run(now, row.queue, row.id, this.token);
-      } else {
-        const message = errorMessage(outcome.err);
-        const permanent = outcome.err instanceof PermanentJobError;
-        if (!permanent && attempt <= backoff.length) this.stmts.retry.run(now + backoff[attempt - 1]!, message, row.queue, row.id, this.token);
-        else this.stmts.fail.run(now, message, row.queue, row.id, this.token);
-      }
     })();
     worker.active.add(run);
     void run.finally(() => {
       worker.active.delete(run);
       this.kick(worker, 0);
+    });
+  }
+
+  private pendingWrites: { write: () => void; done: () => void }[] = [];
+
+  /**
+   * Group commit: outcomes of jobs finishing in the same turn of the event loop are written in one
+   * synced transaction. Resolves once written (or at once when abandoned: the lease then lapses and
+   * the job runs again elsewhere).
+   */
+  private writeSoon(write: () => void): Promise<void> {
+    return new Promise<void>((done) => {
+      this.pendingWrites.push({ write, done });
+      if (this.pendingWrites.length > 1) return;
+      setImmediate(() => {
+        const batch = this.pendingWrites;
+        this.pendingWrites = [];
+        try {
+          if (this.db.open) this.db.transaction(() => batch.forEach((b) => b.write()))();
+        } catch {
+          // Not recorded: the lease lapses and the job runs again (handlers are idempotent).
+        }
+        for (const b of batch) b.done();
+      });
     });
   }
 

@@ -12,8 +12,23 @@ import { simulatorRoutes } from './ops-simulator.js';
 import { recordingRoutes } from './recordings.js';
 import { messagingRoutes } from './messaging.js';
 import { campaignOpsRoutes } from './ops-campaigns.js';
+import { deliveriesRoutes } from './ops-deliveries.js';
 
 export type RouteRegistrar = (app: FastifyInstance, ctx: Context) => void;
 
 /** Every resource's routes; a new resource file adds itself here. */
-export const routes: RouteRegistrar[] = [pingRoutes, loginRoutes, userRoutes, provisioningRoutes, agentRoutes, dashboardRoutes, callRoutes, historyRoutes, simulatorRoutes, recordingRoutes, messagingRoutes, campaignOpsRoutes];
+export const routes: RouteRegistrar[] = [
+  pingRoutes,
+  loginRoutes,
+  userRoutes,
+  agentRoutes,
+  dashboardRoutes,
+  callRoutes,
+  historyRoutes,
+  messagingRoutes,
+  recordingRoutes,
+  provisioningRoutes,
+  simulatorRoutes,
+  campaignOpsRoutes,
+  deliveriesRoutes,
+];

@@ -1,0 +1,108 @@
+/**
+ * A delivery (stream `delivery-<id>`): one webhook record or one subscriber event to POST to a URL,
+ * its attempts and its outcome. The delivery worker requests deliveries and records attempts; the
+ * operator asks for a failed one to be tried again (a new round, with the full retry schedule).
+ */
+import { v5 as uuidv5 } from 'uuid';
+import type { Decider, DomainEvent } from '../decider.js';
+import { conflict, notFound } from '../../domain/errors.js';
+
+export type DeliveryKind = 'webhook' | 'subscriber';
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+export interface DeliveryRequestedData {
+  deliveryId: string;
+  kind: DeliveryKind;
+  svcId: number;
+  url: string;
+  /** Webhooks: the call's id. */
+  callid?: string;
+  /** Subscriber deliveries: the leg event's id, and the subscriber it goes to. */
+  eventId?: string;
+  subscriber?: { svcId: number; agentId: number; id: string };
+  /** `webhook-id` header: the callid for webhooks, the delivery id for subscriber deliveries. */
+  webhookId: string;
+  /** The exact JSON text POSTed (and signed). */
+  body: string;
+  /** Epoch ms. */
+  at: number;
+}
+
+export interface DeliveryAttemptedData {
+  deliveryId: string;
+  round: number;
+  /** 1-based within the round. */
+  attempt: number;
+  at: number;
+  statusCode: number | null;
+  error: string | null;
+}
+
+export type DeliveryRequested = DomainEvent<'DeliveryRequested', DeliveryRequestedData>;
+export type DeliveryAttempted = DomainEvent<'DeliveryAttempted', DeliveryAttemptedData>;
+export type DeliverySucceeded = DomainEvent<'DeliverySucceeded', { deliveryId: string; round: number; at: number }>;
+export type DeliveryFailed = DomainEvent<'DeliveryFailed', { deliveryId: string; round: number; at: number; error: string }>;
+export type DeliveryRedeliveryRequested = DomainEvent<'DeliveryRedeliveryRequested', { deliveryId: string; round: number; at: number }>;
+
+export type DeliveryEvent = DeliveryRequested | DeliveryAttempted | DeliverySucceeded | DeliveryFailed | DeliveryRedeliveryRequested;
+
+export const DELIVERY_EVENT_TYPES: readonly string[] = [
+  'DeliveryRequested',
+  'DeliveryAttempted',
+  'DeliverySucceeded',
+  'DeliveryFailed',
+  'DeliveryRedeliveryRequested',
+];
+
+export interface DeliveryState {
+  request: DeliveryRequestedData | null;
+  status: DeliveryStatus;
+  /** 0 for the first round; each redelivery adds one. */
+  round: number;
+  attempts: number;
+}
+
+export const deliveryInitialState = (): DeliveryState => ({ request: null, status: 'pending', round: 0, attempts: 0 });
+
+export function evolveDelivery(state: DeliveryState, event: DomainEvent): DeliveryState {
+  switch (event.type) {
+    case 'DeliveryRequested':
+      return { ...state, request: event.data as DeliveryRequestedData, status: 'pending' };
+    case 'DeliveryAttempted':
+      return { ...state, attempts: state.attempts + 1 };
+    case 'DeliverySucceeded':
+      return { ...state, status: 'delivered' };
+    case 'DeliveryFailed':
+      return { ...state, status: 'failed' };
+    case 'DeliveryRedeliveryRequested':
+      return { ...state, status: 'pending', round: (event.data as { round: number }).round };
+    default:
+      return state;
+  }
+}
+
+export type RedeliverCommand = { type: 'Redeliver'; deliveryId: string; at: number };
+
+/** The operator's redeliver: only a failed delivery; it starts a new round. */
+export const redeliverDecider: Decider<RedeliverCommand, DeliveryState, DeliveryEvent> = {
+  initialState: deliveryInitialState,
+  evolve: (s, e) => evolveDelivery(s, e),
+  decide: (cmd, state) => {
+    if (!state.request) throw notFound(`no delivery ${cmd.deliveryId}`);
+    if (state.status !== 'failed') throw conflict(`delivery ${cmd.deliveryId} is ${state.status}; only a failed delivery can be redelivered`);
+    return [{ type: 'DeliveryRedeliveryRequested', data: { deliveryId: cmd.deliveryId, round: state.round + 1, at: cmd.at } }];
+  },
+};
+
+/** Namespace of the name-based (v5) UUIDs the delivery worker derives from causing events. */
+const DELIVERY_NS = '5b0d7d0e-6a34-4c57-9a5e-5d1f5f2b7c11';
+
+/** Deterministic ids: replaying the same causing event yields the same delivery and event ids. */
+export const deliveryIds = {
+  webhook: (callEndedEventId: string) => uuidv5(`webhook:${callEndedEventId}`, DELIVERY_NS),
+  subscriber: (legEventId: string, sub: { svcId: number; agentId: number; id: string }) =>
+    uuidv5(`subscriber:${legEventId}:${sub.svcId}:${sub.agentId}:${sub.id}`, DELIVERY_NS),
+  requestedEvent: (deliveryId: string) => uuidv5(`requested:${deliveryId}`, DELIVERY_NS),
+  /** Queue job of one round of a delivery. */
+  job: (deliveryId: string, round: number) => (round === 0 ? deliveryId : `${deliveryId}.r${round}`),
+};

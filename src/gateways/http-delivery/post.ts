@@ -1,0 +1,79 @@
+/**
+ * Outbound HTTP for deliveries: one POST, within a time limit, to an address the guard allows.
+ * Redirects are not followed (a 3xx is an unsuccessful answer). The response body is read and
+ * dropped (up to 64 KiB, so a slow endless body cannot hold the attempt past its limit).
+ */
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import { guardedLookup, isBlockedAddress, RefusedTargetError } from './address-guard.js';
+
+export interface PostOptions {
+  timeoutMs: number;
+  allowPrivate: boolean;
+  headers?: Record<string, string>;
+}
+
+/** The receiver answered (any status). Network errors, timeouts and refusals throw instead. */
+export interface PostResult {
+  statusCode: number;
+}
+
+export type HttpPoster = (url: string, body: string, options: PostOptions) => Promise<PostResult>;
+
+export const postJson: HttpPoster = (url, body, options) =>
+  new Promise<PostResult>((resolve, reject) => {
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch {
+      return reject(new Error(`invalid URL: ${url}`));
+    }
+    if (target.protocol !== 'http:' && target.protocol !== 'https:') return reject(new Error(`unsupported URL scheme ${target.protocol} (http or https only)`));
+    const host = target.hostname.replace(/^\[|\]$/g, '');
+    // An IP literal is connected to without a lookup, so it is checked here.
+    if (net.isIP(host) && !options.allowPrivate && isBlockedAddress(host)) return reject(new RefusedTargetError(host, host));
+    const lib = target.protocol === 'https:' ? https : http;
+    const payload = Buffer.from(body, 'utf8');
+    let settled = false;
+    const finish = (err: Error | null, result?: PostResult) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (err) reject(err);
+      else resolve(result!);
+    };
+    const req = lib.request(
+      target,
+      {
+        method: 'POST',
+        lookup: guardedLookup(options.allowPrivate) as never,
+        agent: false,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': String(payload.length),
+          'user-agent': 'cloud-telephony-webhooks/1',
+          ...options.headers,
+        },
+      },
+      (res) => {
+        let seen = 0;
+        res.on('data', (chunk: Buffer) => {
+          seen += chunk.length;
+          if (seen > 64 * 1024) {
+            res.destroy();
+            finish(null, { statusCode: res.statusCode ?? 0 });
+          }
+        });
+        res.on('end', () => finish(null, { statusCode: res.statusCode ?? 0 }));
+        res.on('error', (err) => finish(err));
+      },
+    );
+    const timer = setTimeout(() => {
+      const err = new Error(`timed out after ${options.timeoutMs} ms`);
+      req.destroy(err);
+      finish(err);
+    }, options.timeoutMs);
+    req.on('error', (err) => finish(err));
+    req.end(payload);
+  });

@@ -1,0 +1,73 @@
+/**
+ * The delivery job: one attempt per run. Reads the delivery's stream, POSTs its body signed with the
+ * current key of the service's webhook (or of the subscriber), records the attempt, and on the last
+ * unsuccessful attempt of the round records the delivery as failed. A job for a round that is over
+ * (delivered, failed, or superseded by a redelivery) does nothing, so a repeated run is harmless.
+ */
+import type { Context } from '../../context.js';
+import { PermanentJobError, errorMessage, type Job } from '../../gateways/queue/port.js';
+import type { NewEvent } from '../../gateways/event-store/port.js';
+import { fold, toDomain } from '../../commands/decider.js';
+import { deliveryInitialState, evolveDelivery, type DeliveryEvent, type DeliveryRequestedData } from '../../commands/delivery/delivery.js';
+import { streams } from '../../domain/streams.js';
+import { signedHeaders } from '../../gateways/http-delivery/signing.js';
+import { postJson, type HttpPoster } from '../../gateways/http-delivery/post.js';
+import type { ServiceDoc } from '../../projections/services.js';
+import type { SubscriberDoc } from './planner.js';
+
+export const DELIVERY_QUEUE = 'deliveries';
+
+export interface DeliveryJob {
+  deliveryId: string;
+  round: number;
+}
+
+/** The key a delivery is signed with now, or why there is none. */
+async function currentSecret(ctx: Context, req: DeliveryRequestedData): Promise<{ secret: string } | { error: string }> {
+  if (req.kind === 'webhook') {
+    const svc = await ctx.reads.get<ServiceDoc>('services', String(req.svcId));
+    if (!svc?.webhook?.secret) return { error: `service ${req.svcId} has no webhook any more` };
+    return { secret: svc.webhook.secret };
+  }
+  const s = req.subscriber!;
+  const docs = await ctx.reads.find<SubscriberDoc>('subscribers', { svc_id: s.svcId });
+  const doc = docs.find((d) => Number(d.agent_id ?? 0) === s.agentId && String(d.id) === s.id);
+  if (!doc) return { error: `subscriber ${s.id} of service ${s.svcId} was removed or replaced` };
+  if (typeof doc.auth_key !== 'string' || doc.auth_key === '') return { error: `subscriber ${s.id} has no auth key` };
+  return { secret: doc.auth_key };
+}
+
+export function deliveryHandler(ctx: Context, post: HttpPoster = postJson) {
+  return async (job: Job<DeliveryJob>): Promise<void> => {
+    const { deliveryId, round } = job.payload;
+    const streamId = streams.delivery(deliveryId);
+    const state = fold({ initialState: deliveryInitialState, evolve: evolveDelivery }, (await ctx.events.readStream(streamId)).map((e) => toDomain<DeliveryEvent>(e)));
+    const req = state.request;
+    if (!req || state.status !== 'pending' || state.round !== round) return;
+
+    let statusCode: number | null = null;
+    let error: string | null = null;
+    let permanent = false;
+    const key = await currentSecret(ctx, req);
+    if ('error' in key) {
+      error = key.error;
+      permanent = true;
+    } else {
+      try {
+        const headers = signedHeaders(key.secret, req.webhookId, Math.floor(ctx.now() / 1000), req.body);
+        const res = await post(req.url, req.body, { timeoutMs: ctx.config.webhookTimeoutMs, allowPrivate: ctx.config.webhookAllowPrivate, headers });
+        statusCode = res.statusCode;
+        if (statusCode < 200 || statusCode > 299) error = `receiver answered HTTP ${statusCode}`;
+      } catch (err) {
+        error = errorMessage(err);
+      }
+    }
+    const at = ctx.now();
+    const last = permanent || job.attempt >= job.maxAttempts;
+    const events: NewEvent[] = [{ type: 'DeliveryAttempted', data: { deliveryId, round, attempt: job.attempt, at, statusCode, error } }];
+    if (error === null) events.push({ type: 'DeliverySucceeded', data: { deliveryId, round, at } });
+    else if (last) events.push({ type: 'DeliveryFailed', data: { deliveryId, round, at, error } });
+    await ctx.events.appendToStream(streamId, events, { expectedRevision: 'any' });
+    if (error !== null) throw last ? new PermanentJobError(error) : new Error(error);
+  };
+}
