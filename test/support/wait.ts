@@ -1,19 +1,13 @@
 /** Polling with a deadline: tests wait on observable state, never on luck. */
 import type { TestServer } from './server.js';
+import { until } from './until.js';
 
+/** Like `until`, but null also means "not yet". */
 export async function eventually<T>(probe: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined && v !== null && v !== false) return v as T;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  return (await until(async () => {
+    const v = await probe();
+    return v === null ? undefined : v;
+  }, what, timeoutMs)) as T;
 }
 
 /** Types of the events of a call, in order. */
