@@ -17,13 +17,16 @@ import { projections } from './projections/index.js';
 import { localReadSync, remoteReadSync } from './projections/read-sync.js';
 import { buildApp } from './http/app.js';
 import { applyProvisioning } from './commands/provisioning/provision.js';
+import { EventSocketServer } from './workers/socket/server.js';
 
 export interface Platform {
   ctx: Context;
   app: FastifyInstance | null;
   runner: ProjectionRunner | null;
-  /** Listens on the configured ports; resolves with the HTTP address. */
-  start(): Promise<{ httpUrl: string | null }>;
+  /** The event socket (role `socket`). */
+  socket: EventSocketServer | null;
+  /** Listens on the configured ports; resolves with the HTTP address and the event socket's port. */
+  start(): Promise<{ httpUrl: string | null; socketPort: number | null }>;
   /** Graceful: stop accepting, finish in-flight requests, stop workers, close stores. */
   stop(): Promise<void>;
 }
@@ -59,12 +62,14 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   const sync = runner ? localReadSync(events, runner) : remoteReadSync(events, reads, projections.map((p) => p.name));
   const ctx: Context = { config, events, reads, sync, logger, now };
   const app = config.roles.has('api') ? await buildApp(ctx) : null;
+  const socket = config.roles.has('socket') ? new EventSocketServer(ctx, { host: config.host, port: config.socketPort }) : null;
   let stopped = false;
 
   return {
     ctx,
     app,
     runner,
+    socket,
     async start() {
       if (runner) await runner.start();
       if (config.provisionFile) {
@@ -75,11 +80,13 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       }
       let httpUrl: string | null = null;
       if (app) httpUrl = await app.listen({ host: config.host, port: config.port });
-      return { httpUrl };
+      const socketPort = socket ? (await socket.start()).port : null;
+      return { httpUrl, socketPort };
     },
     async stop() {
       if (stopped) return;
       stopped = true;
+      if (socket) await socket.stop();
       if (app) await app.close();
       if (runner) await runner.stop();
       await reads.close();
