@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exampleDoc, startProvisioned, startServer, type TestServer } from '../support/server.js';
 import { LineClient, appendLegs, legData } from './socket-client.js';
+import { EventSocketServer } from '../../src/workers/socket/server.js';
 
 /** The example document plus service 202 (another customer) with its own socket key. */
 function twoServiceDoc() {
@@ -133,6 +134,35 @@ describe('event socket', () => {
     // Log order: the 101 event was stored after the others, so anything else would have come first.
     expect(c101.events().map((e) => e.xnid)).toEqual([mine.xnid]);
     expect(c202.events().map((e) => [e.xnid, e.svc])).toEqual([[other.xnid, '202']]);
+  });
+
+  it('sends only events stored after the key was accepted, not earlier ones', async () => {
+    const watcher = await track(LineClient.authed(port, 101, 'k-101-secret'));
+    const earlier = legData(101);
+    await appendLegs(s.platform.ctx.events, [{ type: 'CustomerRing', data: earlier }]);
+    await watcher.until(() => watcher.events().some((e) => e.xnid === earlier.xnid), 'the earlier event');
+    const late = await track(LineClient.authed(port, 101, 'k-101-secret'));
+    const later = legData(101);
+    await appendLegs(s.platform.ctx.events, [{ type: 'CustomerRing', data: later }]);
+    await late.waitForEvents(1);
+    expect(late.events().map((e) => e.xnid)).toEqual([later.xnid]);
+  });
+
+  it('closes a connection that sends no accepted key in time', async () => {
+    const short = new EventSocketServer(s.platform.ctx, { host: '127.0.0.1', port: 0, authTimeoutMs: 100 });
+    const { port: p } = await short.start();
+    try {
+      const c = await LineClient.connect(p);
+      c.send('ping\n');
+      await c.waitClosed();
+      expect(c.lines).toEqual(['pong']);
+      const ok = await LineClient.authed(p, 101, 'k-101-secret');
+      await new Promise((r) => setTimeout(r, 200)); // past the timeout: an accepted client stays
+      expect(ok.closed).toBe(false);
+      ok.close();
+    } finally {
+      await short.stop();
+    }
   });
 
   it('closes a connection whose line exceeds the bound', async () => {

@@ -103,13 +103,19 @@ export class EventSocketServer {
     const head = await this.deps.events.headPosition();
     this.subscription = this.deps.events.subscribeToAll({ after: head });
     this.pumping = this.pump(this.subscription);
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen({ host: this.opts.host, port: this.opts.port }, () => {
-        this.server.off('error', reject);
-        resolve();
+    try {
+      await new Promise<void>((resolve, reject) => {
+        this.server.once('error', reject);
+        this.server.listen({ host: this.opts.host, port: this.opts.port }, () => {
+          this.server.off('error', reject);
+          resolve();
+        });
       });
-    });
+    } catch (err) {
+      this.stopping = true;
+      this.subscription.close();
+      throw err;
+    }
     const addr = this.server.address() as net.AddressInfo;
     this.deps.logger.info({ host: addr.address, port: addr.port, from: head }, 'event socket listening');
     return { host: addr.address, port: addr.port };
