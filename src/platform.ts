@@ -30,6 +30,7 @@ import { DialerEngine } from './workers/dialer/engine.js';
 import type { SmsGateway } from './gateways/sms/port.js';
 import { SimulatedSmsGateway } from './gateways/sms/simulator.js';
 import { startDeliveryWorker, type DeliveryWorker } from './workers/delivery/index.js';
+import { EventSocketServer } from './workers/socket/server.js';
 
 export interface Platform {
   ctx: Context;
@@ -37,8 +38,10 @@ export interface Platform {
   runner: ProjectionRunner | null;
   callFlow: CallFlow | null;
   dialer: DialerEngine | null;
-  /** Listens on the configured ports; resolves with the HTTP address. */
-  start(): Promise<{ httpUrl: string | null }>;
+  /** The event socket (role `socket`). */
+  socket: EventSocketServer | null;
+  /** Listens on the configured ports; resolves with the HTTP address and the event socket's port. */
+  start(): Promise<{ httpUrl: string | null; socketPort: number | null }>;
   /** Graceful: stop accepting, finish in-flight requests, stop workers, close stores. */
   stop(): Promise<void>;
 }
@@ -86,6 +89,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     ? new CallFlow(ctx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
     : null;
   const dialer = config.roles.has('worker') ? new DialerEngine(ctx) : null;
+  const socket = config.roles.has('socket') ? new EventSocketServer(ctx, { host: config.host, port: config.socketPort }) : null;
   let stopped = false;
   const followers: Follower[] = [];
   let delivery: DeliveryWorker | null = null;
@@ -96,6 +100,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     runner,
     callFlow,
     dialer,
+    socket,
     async start() {
       if (runner) await runner.start();
       if (callFlow) await callFlow.start();
@@ -114,11 +119,13 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       let httpUrl: string | null = null;
       if (app) httpUrl = await app.listen({ host: config.host, port: config.port });
       if (httpUrl && !config.publicBaseUrlSet) signer.setBaseUrl(httpUrl);
-      return { httpUrl };
+      const socketPort = socket ? (await socket.start()).port : null;
+      return { httpUrl, socketPort };
     },
     async stop() {
       if (stopped) return;
       stopped = true;
+      if (socket) await socket.stop();
       if (app) await app.close();
       // Stop what plans work, then jobs (they append events), then what reacts to events, then the projector.
       if (delivery) await delivery.stop();

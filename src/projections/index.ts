@@ -8,6 +8,7 @@ import { smsProjection } from './sms.js';
 import { campaignsProjection, campaignContactsProjection } from './campaigns.js';
 import { callsProjection, callStatsProjection, inIvrProjection, meteringProjection, queuedCallersProjection } from './calls.js';
 import { deliveriesProjection } from './deliveries.js';
+import { subscribersProjection } from './subscribers.js';
 
 export const projections: Projection<any>[] = [
   servicesProjection,
@@ -24,4 +25,5 @@ export const projections: Projection<any>[] = [
   campaignsProjection,
   campaignContactsProjection,
   deliveriesProjection,
+  subscribersProjection,
 ];

@@ -13,6 +13,7 @@ import { recordingRoutes } from './recordings.js';
 import { messagingRoutes } from './messaging.js';
 import { campaignOpsRoutes } from './ops-campaigns.js';
 import { deliveriesRoutes } from './ops-deliveries.js';
+import { subscriberRoutes } from './subscriber.js';
 
 export type RouteRegistrar = (app: FastifyInstance, ctx: Context) => void;
 
@@ -31,4 +32,5 @@ export const routes: RouteRegistrar[] = [
   simulatorRoutes,
   campaignOpsRoutes,
   deliveriesRoutes,
+  subscriberRoutes,
 ];

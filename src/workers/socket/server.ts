@@ -1,0 +1,326 @@
+/**
+ * The event socket (role `socket`, CONTRACT sections 7 and 11): raw TCP, newline-delimited text.
+ *
+ * - A client's first message is `<svc_id>:<key>`, checked against the service's `socketKey`
+ *   (read model `services`); `Success` lets it in, `Unauthorized` closes the connection.
+ * - `ping` is answered `pong` at any time, also before the key (and is then not taken as the key).
+ * - Until the key is accepted, text without a newline counts as a whole message once
+ *   `firstMessageIdleMs` (50 ms) pass without another byte; afterwards a message is a line.
+ * - One catch-up subscription, started at the log head when the server starts, feeds every client:
+ *   each leg event is serialised once and written to the clients of its service, in log order.
+ * - A client with more than `maxUnsentBytes` (1 MiB) not yet handed to the kernel is cut off
+ *   (TCP reset, buffers discarded); nobody else waits for it. The fan-out yields to I/O every
+ *   `yieldEveryBytes` written, so a burst of events alone never piles 1 MiB on a client keeping up.
+ * - Lines longer than `maxLineChars`, and connections that send no accepted key within
+ *   `authTimeoutMs`, are closed.
+ */
+import net from 'node:net';
+import type { Logger } from 'pino';
+import type { EventStore, Subscription } from '../../gateways/event-store/port.js';
+import type { ReadStore } from '../../gateways/read-store/port.js';
+import type { ReadSync } from '../../projections/read-sync.js';
+import type { ServiceDoc } from '../../projections/services.js';
+import { isLegEvent, toSocketEvent, type LegEventData } from '../../domain/call-events.js';
+import { LineSplitter, keyMatches, parseAuth } from './protocol.js';
+
+export interface EventSocketOptions {
+  host: string;
+  /** 0 picks a free port (tests). */
+  port: number;
+  maxUnsentBytes?: number;
+  maxLineChars?: number;
+  firstMessageIdleMs?: number;
+  authTimeoutMs?: number;
+  yieldEveryBytes?: number;
+}
+
+export interface EventSocketDeps {
+  events: EventStore;
+  reads: ReadStore;
+  sync: ReadSync;
+  logger: Pick<Logger, 'info' | 'warn' | 'error' | 'debug'>;
+}
+
+export interface EventSocketStats {
+  connected: number;
+  authenticated: number;
+  /** Clients cut off for reading too slowly, since start. */
+  slowDisconnects: number;
+  /** Event lines written to clients, since start. */
+  linesSent: number;
+}
+
+type ClientState = 'awaiting-key' | 'checking-key' | 'authenticated' | 'closing';
+
+class Client {
+  state: ClientState = 'awaiting-key';
+  svcId = 0;
+  corked = false;
+  readonly splitter: LineSplitter;
+  idleTimer: NodeJS.Timeout | null = null;
+  authTimer: NodeJS.Timeout | null = null;
+  /** Messages are handled one after another (a key check is async). */
+  chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly socket: net.Socket,
+    maxLine: number,
+  ) {
+    this.splitter = new LineSplitter(maxLine);
+  }
+}
+
+export class EventSocketServer {
+  private readonly server: net.Server;
+  private readonly clients = new Set<Client>();
+  private readonly bySvc = new Map<number, Set<Client>>();
+  private readonly corked: Client[] = [];
+  private flushScheduled = false;
+  private subscription: Subscription | null = null;
+  private pumping: Promise<void> | null = null;
+  private stopping = false;
+  private readonly opts: Required<EventSocketOptions>;
+  private counters = { slowDisconnects: 0, linesSent: 0 };
+
+  constructor(
+    private readonly deps: EventSocketDeps,
+    options: EventSocketOptions,
+  ) {
+    this.opts = {
+      maxUnsentBytes: 1024 * 1024,
+      maxLineChars: 4096,
+      firstMessageIdleMs: 50,
+      authTimeoutMs: 30_000,
+      yieldEveryBytes: 256 * 1024,
+      ...options,
+    };
+    this.server = net.createServer((socket) => this.accept(socket));
+    this.server.on('error', (err) => deps.logger.error({ err }, 'event socket server error'));
+  }
+
+  /** Subscribes at the log head, then listens; resolves with the bound address. */
+  async start(): Promise<{ host: string; port: number }> {
+    const head = await this.deps.events.headPosition();
+    this.subscription = this.deps.events.subscribeToAll({ after: head });
+    this.pumping = this.pump(this.subscription);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        this.server.once('error', reject);
+        this.server.listen({ host: this.opts.host, port: this.opts.port }, () => {
+          this.server.off('error', reject);
+          resolve();
+        });
+      });
+    } catch (err) {
+      this.stopping = true;
+      this.subscription.close();
+      throw err;
+    }
+    const addr = this.server.address() as net.AddressInfo;
+    this.deps.logger.info({ host: addr.address, port: addr.port, from: head }, 'event socket listening');
+    return { host: addr.address, port: addr.port };
+  }
+
+  /** The bound port once started (null before). */
+  get port(): number | null {
+    const addr = this.server.address();
+    return addr && typeof addr === 'object' ? addr.port : null;
+  }
+
+  stats(): EventSocketStats {
+    let authenticated = 0;
+    for (const set of this.bySvc.values()) authenticated += set.size;
+    return { connected: this.clients.size, authenticated, ...this.counters };
+  }
+
+  /** Stops accepting, ends the subscription and closes every client (destroyed after `graceMs`). */
+  async stop(graceMs = 500): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.subscription?.close();
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const c of this.clients) {
+      this.clearTimers(c);
+      c.state = 'closing';
+      c.socket.end();
+    }
+    const grace = setTimeout(() => {
+      for (const c of this.clients) c.socket.destroy();
+    }, graceMs);
+    grace.unref();
+    await closed;
+    clearTimeout(grace);
+    await this.pumping;
+  }
+
+  // ---- fan-out -------------------------------------------------------------------------------
+
+  private async pump(sub: Subscription): Promise<void> {
+    let written = 0;
+    try {
+      for await (const e of sub) {
+        if (!isLegEvent(e)) continue;
+        const targets = this.bySvc.get((e.data as LegEventData).svcId);
+        if (!targets || targets.size === 0) continue;
+        const line = JSON.stringify(toSocketEvent(e)) + '\n';
+        for (const c of targets) this.send(c, line);
+        this.counters.linesSent += targets.size;
+        written += line.length;
+        if (written >= this.opts.yieldEveryBytes) {
+          // Let the sockets flush and readers read before the next part of a burst.
+          written = 0;
+          this.flush();
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        }
+      }
+    } catch (err) {
+      if (!this.stopping) this.deps.logger.error({ err }, 'event socket subscription failed');
+    }
+  }
+
+  /** Writes a line; writes of one turn of the event loop are corked into one syscall per client. */
+  private send(c: Client, line: string): void {
+    const s = c.socket;
+    if (s.destroyed || c.state === 'closing') return;
+    if (!c.corked) {
+      c.corked = true;
+      s.cork();
+      this.corked.push(c);
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
+    }
+    s.write(line);
+    if (s.writableLength > this.opts.maxUnsentBytes) {
+      this.counters.slowDisconnects++;
+      this.deps.logger.info({ svcId: c.svcId, unsent: s.writableLength }, 'event socket client too slow: disconnected');
+      this.drop(c);
+      s.resetAndDestroy();
+    }
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const list = this.corked.splice(0);
+    for (const c of list) {
+      c.corked = false;
+      if (!c.socket.destroyed) c.socket.uncork();
+    }
+  }
+
+  // ---- connections ---------------------------------------------------------------------------
+
+  private accept(socket: net.Socket): void {
+    if (this.stopping) {
+      socket.destroy();
+      return;
+    }
+    socket.setNoDelay(true);
+    socket.setEncoding('utf8');
+    const c = new Client(socket, this.opts.maxLineChars);
+    this.clients.add(c);
+    c.authTimer = setTimeout(() => {
+      if (c.state === 'awaiting-key' || c.state === 'checking-key') this.close(c);
+    }, this.opts.authTimeoutMs);
+    c.authTimer.unref();
+    socket.on('data', (chunk: string) => this.receive(c, chunk));
+    socket.on('error', () => {}); // resets by peers are normal; 'close' follows
+    socket.on('close', () => {
+      this.clearTimers(c);
+      this.drop(c);
+      this.clients.delete(c);
+    });
+  }
+
+  private receive(c: Client, chunk: string): void {
+    if (c.state === 'closing') return;
+    const { lines, overflow } = c.splitter.push(chunk);
+    for (const line of lines) this.enqueue(c, line);
+    if (overflow) {
+      this.close(c);
+      return;
+    }
+    if (c.idleTimer) {
+      clearTimeout(c.idleTimer);
+      c.idleTimer = null;
+    }
+    if (c.splitter.hasPending && c.state !== 'authenticated') {
+      c.idleTimer = setTimeout(() => {
+        c.idleTimer = null;
+        if (c.state !== 'closing' && c.state !== 'authenticated' && c.splitter.hasPending) this.enqueue(c, c.splitter.takePending());
+      }, this.opts.firstMessageIdleMs);
+      c.idleTimer.unref();
+    }
+  }
+
+  private enqueue(c: Client, message: string): void {
+    c.chain = c.chain.then(() => this.handle(c, message)).catch((err) => {
+      this.deps.logger.error({ err }, 'event socket message failed');
+      this.close(c);
+    });
+  }
+
+  private async handle(c: Client, message: string): Promise<void> {
+    if (c.state === 'closing' || c.socket.destroyed) return;
+    const m = message.trim();
+    if (m === 'ping') {
+      this.sendControl(c, 'pong\n');
+      return;
+    }
+    if (c.state === 'authenticated' || m === '') return; // nothing else is a command once in
+    c.state = 'checking-key';
+    const ok = await this.checkKey(m);
+    if (c.state !== 'checking-key' || c.socket.destroyed) return;
+    if (!ok) {
+      c.state = 'closing';
+      this.clearTimers(c);
+      c.socket.end('Unauthorized\n');
+      setTimeout(() => c.socket.destroy(), 1000).unref();
+      return;
+    }
+    c.state = 'authenticated';
+    c.svcId = ok.svcId;
+    if (c.authTimer) clearTimeout(c.authTimer);
+    if (c.idleTimer) clearTimeout(c.idleTimer);
+    c.authTimer = c.idleTimer = null;
+    this.sendControl(c, 'Success\n');
+    let set = this.bySvc.get(ok.svcId);
+    if (!set) this.bySvc.set(ok.svcId, (set = new Set()));
+    set.add(c);
+  }
+
+  private async checkKey(message: string): Promise<{ svcId: number } | null> {
+    const auth = parseAuth(message);
+    // A key provisioned before this connection arrived must be seen (CONTRACT section 2).
+    await this.deps.sync.caughtUp(2000).catch(() => {});
+    const svc = auth ? await this.deps.reads.get<ServiceDoc>('services', String(auth.svcId)) : null;
+    const ok = keyMatches(auth?.key ?? message, svc?.socketKey);
+    return ok && auth ? { svcId: auth.svcId } : null;
+  }
+
+  private sendControl(c: Client, text: string): void {
+    this.send(c, text);
+  }
+
+  private drop(c: Client): void {
+    if (c.state === 'authenticated') {
+      const set = this.bySvc.get(c.svcId);
+      set?.delete(c);
+      if (set && set.size === 0) this.bySvc.delete(c.svcId);
+    }
+    c.state = 'closing';
+  }
+
+  private close(c: Client): void {
+    this.clearTimers(c);
+    this.drop(c);
+    c.socket.destroy();
+  }
+
+  private clearTimers(c: Client): void {
+    if (c.idleTimer) clearTimeout(c.idleTimer);
+    if (c.authTimer) clearTimeout(c.authTimer);
+    c.idleTimer = c.authTimer = null;
+  }
+}

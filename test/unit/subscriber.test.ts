@@ -1,0 +1,177 @@
+/** The subscriber decider, given/when/then, and the `subscribers` projection built on it. */
+import { describe, expect, it } from 'vitest';
+import { fold } from '../../src/commands/decider.js';
+import {
+  maskFromInteger,
+  maskToInteger,
+  parseEventMask,
+  subscriberDecider,
+  type SubscriberCommand,
+  type SubscriberEvent,
+  type SubscriberRegisteredData,
+} from '../../src/commands/subscriber/subscriber.js';
+import { subscribersProjection, type SubscriberDoc } from '../../src/projections/subscribers.js';
+import { AppError } from '../../src/domain/errors.js';
+import type { RecordedEvent } from '../../src/gateways/event-store/port.js';
+
+/** given(past events).when(command) → then(expected new events) or thenFails(code). */
+function given(...past: SubscriberEvent[]) {
+  return {
+    when(command: SubscriberCommand) {
+      const run = () => subscriberDecider.decide(command, fold(subscriberDecider, past));
+      return {
+        then: (expected: SubscriberEvent[]) => expect(run()).toEqual(expected),
+        thenFails(code: string, message?: RegExp) {
+          let err: unknown;
+          try {
+            run();
+          } catch (e) {
+            err = e;
+          }
+          expect(err).toBeInstanceOf(AppError);
+          expect((err as AppError).code).toBe(code);
+          if (message) expect((err as AppError).message).toMatch(message);
+        },
+      };
+    },
+  };
+}
+
+const reg = (over: Partial<SubscriberRegisteredData> = {}): SubscriberRegisteredData => ({
+  svcId: 101,
+  agentId: 0,
+  url: 'https://example.test/events',
+  authKey: 'whsec_abc',
+  deviceId: 'dev-1',
+  channelType: 'http',
+  eventMask: '111111',
+  customEvent: null,
+  isRegistered: true,
+  force: false,
+  time: 1000,
+  ...over,
+});
+
+const register = (over: Partial<SubscriberRegisteredData> = {}): SubscriberCommand => ({ type: 'RegisterSubscriber', ...reg(over) });
+
+describe('subscriber decider', () => {
+  it('registers a new subscriber', () => {
+    given().when(register()).then([{ type: 'SubscriberRegistered', data: reg() }]);
+  });
+
+  it('registers with force when none exists', () => {
+    given().when(register({ force: true })).then([{ type: 'SubscriberRegistered', data: reg({ force: true }) }]);
+  });
+
+  it('refuses a second registration of the same identity without force (409)', () => {
+    given({ type: 'SubscriberRegistered', data: reg() }).when(register({ url: 'https://other.test/' })).thenFails('CONFLICT', /force=true/);
+  });
+
+  it('replaces an existing subscriber with force', () => {
+    const data = reg({ url: 'https://other.test/', force: true, time: 2000 });
+    given({ type: 'SubscriberRegistered', data: reg() }).when(register({ url: 'https://other.test/', force: true, time: 2000 })).then([{ type: 'SubscriberReplaced', data }]);
+  });
+
+  it('toggles registration and changes the mask, only when they change', () => {
+    const past: SubscriberEvent = { type: 'SubscriberRegistered', data: reg() };
+    given(past)
+      .when({ type: 'UpdateSubscriber', svcId: 101, agentId: 0, isRegistered: false, time: 5 })
+      .then([{ type: 'SubscriberRegistrationToggled', data: { svcId: 101, agentId: 0, isRegistered: false, time: 5 } }]);
+    given(past).when({ type: 'UpdateSubscriber', svcId: 101, agentId: 0, isRegistered: true, time: 5 }).then([]);
+    given(past)
+      .when({ type: 'UpdateSubscriber', svcId: 101, agentId: 0, eventMask: '000010', time: 6 })
+      .then([{ type: 'SubscriberMaskChanged', data: { svcId: 101, agentId: 0, eventMask: '000010', time: 6 } }]);
+    given(past)
+      .when({ type: 'UpdateSubscriber', svcId: 101, agentId: 0, isRegistered: false, eventMask: '000001', time: 7 })
+      .then([
+        { type: 'SubscriberRegistrationToggled', data: { svcId: 101, agentId: 0, isRegistered: false, time: 7 } },
+        { type: 'SubscriberMaskChanged', data: { svcId: 101, agentId: 0, eventMask: '000001', time: 7 } },
+      ]);
+  });
+
+  it('keeps the six-digit mask invariant (400)', () => {
+    given().when(register({ eventMask: '1' })).thenFails('INVALID_PARAMETER', /event-mask/);
+    given({ type: 'SubscriberRegistered', data: reg() })
+      .when({ type: 'UpdateSubscriber', svcId: 101, agentId: 0, eventMask: '12', time: 1 })
+      .thenFails('INVALID_PARAMETER', /event-mask/);
+  });
+
+  it('refuses to update an unknown subscriber (404)', () => {
+    given().when({ type: 'UpdateSubscriber', svcId: 101, agentId: 7, isRegistered: false, time: 1 }).thenFails('NOT_FOUND', /agent 7/);
+  });
+
+  it('state after registration, toggle, mask change and replacement', () => {
+    const s = fold(subscriberDecider, [
+      { type: 'SubscriberRegistered', data: reg() },
+      { type: 'SubscriberRegistrationToggled', data: { svcId: 101, agentId: 0, isRegistered: false, time: 2 } },
+      { type: 'SubscriberMaskChanged', data: { svcId: 101, agentId: 0, eventMask: '000011', time: 3 } },
+    ] as SubscriberEvent[]);
+    expect(s).toMatchObject({ exists: true, isRegistered: false, eventMask: '000011', registerTime: 1000, updatedTime: 3 });
+    const r = subscriberDecider.evolve(s, { type: 'SubscriberReplaced', data: reg({ time: 9, isRegistered: true }) });
+    expect(r).toMatchObject({ isRegistered: true, eventMask: '111111', registerTime: 9, updatedTime: 9 });
+  });
+});
+
+describe('event masks', () => {
+  it('parses 1-6 digits of 0/1, left-padding to six', () => {
+    expect(parseEventMask('101')).toBe('000101');
+    expect(parseEventMask('111111')).toBe('111111');
+    expect(parseEventMask('0')).toBe('000000');
+    for (const bad of ['', '2', '1111111', '10a', '-1', '1.0']) expect(parseEventMask(bad), bad).toBeNull();
+  });
+
+  it('converts between the six digits and the record integer', () => {
+    expect(maskToInteger('000010')).toBe(10);
+    expect(maskToInteger('111111')).toBe(111111);
+    expect(maskFromInteger(10)).toBe('000010');
+    expect(maskFromInteger(0)).toBe('000000');
+  });
+});
+
+describe('subscribers projection', () => {
+  let position = 0;
+  const recorded = (e: SubscriberEvent): RecordedEvent => ({
+    id: `e${++position}`,
+    streamId: `subscriber-${e.data.svcId}-${e.data.agentId}`,
+    revision: 0,
+    position,
+    type: e.type,
+    data: e.data,
+    metadata: {},
+    time: 0,
+  });
+  const apply = (doc: SubscriberDoc | null, e: SubscriberEvent) => {
+    const r = recorded(e);
+    expect(subscribersProjection.keys(r)).toEqual([`${e.data.svcId}-${e.data.agentId}`]);
+    return subscribersProjection.evolve(doc, r, `${e.data.svcId}-${e.data.agentId}`);
+  };
+
+  it('builds exactly the spec record; the id is kept across a replacement', () => {
+    const d1 = apply(null, { type: 'SubscriberRegistered', data: reg({ agentId: 1001, eventMask: '000010', customEvent: 'x' }) })!;
+    expect(d1).toEqual({
+      id: position,
+      force: false,
+      url: 'https://example.test/events',
+      registered: true,
+      is_registered: true,
+      agent_id: 1001,
+      svc_id: 101,
+      auth_key: 'whsec_abc',
+      device_id: 'dev-1',
+      channel_type: 'http',
+      register_time: 1000,
+      updated_time: 1000,
+      event_mask: 10,
+      custom_event: 'x',
+    });
+    const id = d1.id;
+    const d2 = apply(d1, { type: 'SubscriberRegistrationToggled', data: { svcId: 101, agentId: 1001, isRegistered: false, time: 1500 } })!;
+    expect(d2).toMatchObject({ id, registered: false, is_registered: false, updated_time: 1500, register_time: 1000, event_mask: 10 });
+    const d3 = apply(d2, { type: 'SubscriberReplaced', data: reg({ agentId: 1001, force: true, time: 2000 }) })!;
+    expect(d3).toMatchObject({ id, force: true, is_registered: true, event_mask: 111111, custom_event: null, register_time: 2000 });
+  });
+
+  it('ignores other events', () => {
+    expect(subscribersProjection.keys({ ...recorded({ type: 'SubscriberRegistered', data: reg() }), type: 'CustomerRing' })).toEqual([]);
+  });
+});
