@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../support/server.js';
 import { ADMIN, BALA, GLOBEX, teamDoc } from '../support/fixtures.js';
 import { testClock } from '../support/clock.js';
-import { reached } from '../support/wait.js';
+import { ended, reached } from '../support/wait.js';
+import { LineClient } from '../support/socket-client.js';
 
 describe('OTP and click2call', () => {
   let s: TestServer;
@@ -87,6 +88,7 @@ describe('OTP and click2call', () => {
   it('click2call with a valid code places the call to a free agent; a wrong or expired code places none', async () => {
     await s.api('/api/v1/agents?status=0&agent-number=9100001001', { method: 'PATCH', auth: ADMIN });
     const c = await code('9876543210');
+    const socket = await LineClient.authed(s.platform.socket!.port, 101, 'k-101-secret');
     const wrong = await s.api(`/api/v1/click2call?otp=${wrongOf(c)}`, { method: 'POST', form: { number: '9876543210', 'service-id': '101' } });
     expect(wrong.status).toBe(400);
     const before = (await s.platform.ctx.reads.find('calls')).length;
@@ -100,6 +102,15 @@ describe('OTP and click2call', () => {
     // Spent: the same code places nothing more.
     expect((await s.api(`/api/v1/click2call?otp=${c}`, { method: 'POST', form: { number: '9876543210', 'service-id': '101' } })).status).toBe(400);
     await s.api('/api/v1/hangup', { method: 'POST', form: { xnid: body.callTxnId } });
+    await ended(s, body.callTxnId);
+    // The socket saw the call's six leg events, in order, with the spec's fields.
+    await socket.until(() => socket.events().filter((e) => e.xnid === body.callTxnId).length >= 6, 'six leg events');
+    const seen = socket.events().filter((e) => e.xnid === body.callTxnId);
+    expect(seen.slice(0, 4).map((e) => e.event)).toEqual(['CustomerRing', 'CustomerUp', 'AgentRing', 'AgentUp']);
+    expect(seen.slice(4).map((e) => e.event).sort()).toEqual(['AgentHangup', 'CustomerHangup']);
+    expect(seen[2]).toEqual({ xnid: body.callTxnId, event: 'AgentRing', agent: '1001', number: '9876543210', time: expect.any(Number), data: '', svc: '101', type: 'Outbound' });
+    expect(seen[0]!.agent).toBeNull();
+    socket.close();
     const e2 = await code('9876543211');
     clock.advance(301_000);
     expect((await s.api(`/api/v1/click2call?otp=${e2}`, { method: 'POST', form: { number: '9876543211' } })).status).toBe(400);

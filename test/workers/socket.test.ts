@@ -1,7 +1,7 @@
 /** The event socket over real TCP (CONTRACT sections 7 and 11). */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exampleDoc, startProvisioned, startServer, type TestServer } from '../support/server.js';
-import { LineClient, appendLegs, legData } from './socket-client.js';
+import { LineClient, appendLegs, legData } from '../support/socket-client.js';
 import { EventSocketServer } from '../../src/workers/socket/server.js';
 
 /** The example document plus service 202 (another customer) with its own socket key. */
