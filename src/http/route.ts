@@ -29,6 +29,14 @@ export interface HandlerArgs<P extends ParamSpecs> {
   /** The caller; for operator routes a synthetic operator identity is not given: use `user` only on `auth: 'user'`. */
   user: AuthUser;
   ctx: Context;
+  /** What `file` returned for each uploaded file, by field name (multipart routes with `file`). */
+  files: Record<string, unknown>;
+}
+
+export interface UploadedFile {
+  fieldname: string;
+  filename: string;
+  file: NodeJS.ReadableStream & AsyncIterable<Buffer>;
 }
 
 export interface RouteDef<P extends ParamSpecs> {
@@ -41,8 +49,11 @@ export interface RouteDef<P extends ParamSpecs> {
   /** Path parameters (`:name` in url), validated like the others. */
   pathParams?: ParamSpecs;
   bodyLimit?: number;
-  /** The handler reads multipart files itself (`req.parts()`); other routes collect fields only. */
-  files?: boolean;
+  /**
+   * Consumes each uploaded file as it streams in (multipart); what it returns reaches the handler in
+   * `files`. Routes without it refuse file parts.
+   */
+  file?: (upload: UploadedFile) => Promise<unknown>;
   /** The body is a JSON document passed whole (as `req.body`), not parameters. */
   rawJsonBody?: boolean;
   handler(args: HandlerArgs<P>): Promise<unknown> | unknown;
@@ -53,15 +64,24 @@ export function render(value: unknown, status = 200): Rendered {
   return { status, contentType: 'application/json; charset=utf-8', payload: JSON.stringify(value) };
 }
 
-async function gatherInput(req: FastifyRequest, def: RouteDef<ParamSpecs>): Promise<Record<string, unknown>> {
+async function gatherInput(req: FastifyRequest, def: RouteDef<ParamSpecs>, files: Record<string, unknown>): Promise<Record<string, unknown>> {
   const query = (req.query ?? {}) as Record<string, unknown>;
-  if (def.rawJsonBody || def.files) return { ...query };
+  if (def.rawJsonBody) return { ...query };
   let bodyParams: Record<string, unknown> = {};
   if (req.isMultipart()) {
     for await (const part of req.parts()) {
       if (part.type === 'file') {
-        part.file.resume();
-        throw invalid(`unexpected file field ${part.fieldname}`);
+        if (!def.file) {
+          part.file.resume();
+          throw invalid(`unexpected file field ${part.fieldname}`);
+        }
+        try {
+          files[part.fieldname] = await def.file({ fieldname: part.fieldname, filename: part.filename, file: part.file });
+        } finally {
+          // Whatever the consumer left unread is drained, so the request can finish.
+          part.file.resume();
+        }
+        continue;
       }
       bodyParams[part.fieldname] = part.value;
     }
@@ -95,8 +115,9 @@ export function defineRoute<P extends ParamSpecs>(app: FastifyInstance, ctx: Con
     handler: async (req, reply) => {
       const run = async (): Promise<Rendered> => {
         if (def.pathParams) coerce(def.pathParams, (req.params ?? {}) as Record<string, unknown>);
-        const p = coerce(def.params ?? ({} as P), await gatherInput(req, def as RouteDef<ParamSpecs>));
-        const result = await def.handler({ req, reply, p, user: req.user!, ctx });
+        const files: Record<string, unknown> = {};
+        const p = coerce(def.params ?? ({} as P), await gatherInput(req, def as RouteDef<ParamSpecs>, files));
+        const result = await def.handler({ req, reply, p, user: req.user!, ctx, files });
         return render(result, reply.statusCode);
       };
       const key = req.headers['idempotency-key'];

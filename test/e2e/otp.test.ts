@@ -88,7 +88,7 @@ describe('OTP and click2call', () => {
   it('click2call with a valid code places the call to a free agent; a wrong or expired code places none', async () => {
     await s.api('/api/v1/agents?status=0&agent-number=9100001001', { method: 'PATCH', auth: ADMIN });
     const c = await code('9876543210');
-    const socket = await LineClient.authed(s.platform.socket!.port, 101, 'k-101-secret');
+    const socket = await LineClient.authed(s.platform.socket!.port!, 101, 'k-101-secret');
     const wrong = await s.api(`/api/v1/click2call?otp=${wrongOf(c)}`, { method: 'POST', form: { number: '9876543210', 'service-id': '101' } });
     expect(wrong.status).toBe(400);
     const before = (await s.platform.ctx.reads.find('calls')).length;
