@@ -1,8 +1,7 @@
 /** Embedded event store: one SQLite file in WAL mode. Writes are synchronous and durable (synchronous=FULL). */
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqlite } from '../sqlite.js';
 import { EventEmitter } from 'node:events';
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
 import {
   type AppendResult,
@@ -50,12 +49,8 @@ export class SqliteEventStore implements EventStore {
 
   /** `file` may be ':memory:' for tests. */
   constructor(file: string, private readonly clock: () => number = Date.now) {
-    if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
-    this.db = new Database(file);
-    this.db.pragma('journal_mode = WAL');
     // FULL: an acknowledged append survives power loss / kill -9.
-    this.db.pragma('synchronous = FULL');
-    this.db.pragma('busy_timeout = 5000');
+    this.db = openSqlite(file, 'FULL');
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS events (
         position INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -4,10 +4,9 @@
  * handler runs; a job whose lease lapsed (its process died) is taken again by whoever polls next,
  * so several processes may share the file and a crash loses no job.
  */
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqlite } from '../sqlite.js';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
 import {
   COMPLETED_RETENTION_MS,
   PermanentJobError,
@@ -67,12 +66,8 @@ export class EmbeddedJobQueue implements JobQueue {
   constructor(file: string, options: EmbeddedQueueOptions = {}) {
     this.pollMs = options.pollMs ?? 250;
     this.leaseMs = options.leaseMs ?? 30_000;
-    if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
-    this.db = new Database(file);
-    this.db.pragma('journal_mode = WAL');
     // FULL: an acknowledged enqueue survives power loss / kill -9.
-    this.db.pragma('synchronous = FULL');
-    this.db.pragma('busy_timeout = 5000');
+    this.db = openSqlite(file, 'FULL');
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS jobs (
         queue TEXT NOT NULL,

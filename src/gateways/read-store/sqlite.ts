@@ -1,7 +1,6 @@
 /** Embedded read store: one SQLite file in WAL mode; documents are JSON text. */
-import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
+import type Database from 'better-sqlite3';
+import { openSqlite } from '../sqlite.js';
 import type { Doc, DocWrite, FindOptions, ReadStore, Scalar } from './port.js';
 
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -12,12 +11,8 @@ export class SqliteReadStore implements ReadStore {
   private readonly findCache = new Map<string, Database.Statement>();
 
   constructor(file: string, private readonly clock: () => number = Date.now) {
-    if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
-    this.db = new Database(file);
-    this.db.pragma('journal_mode = WAL');
     // NORMAL is enough: documents and checkpoint commit together, and the log can replay them.
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
+    this.db = openSqlite(file, 'NORMAL');
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS docs (
         collection TEXT NOT NULL,
