@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import zlib from 'node:zlib';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
@@ -33,6 +35,20 @@ async function xlsx(build: (wb: ExcelJS.Workbook) => void): Promise<Buffer> {
   const wb = new ExcelJS.Workbook();
   build(wb);
   return Buffer.from(await wb.xlsx.writeBuffer());
+}
+
+/** A workbook of `n` rows under a `phone`, `name`, ... header, from exceljs's streaming writer (inline strings). */
+async function streamedXlsx(n: number, row: (i: number) => unknown[]): Promise<Buffer> {
+  const out = new PassThrough();
+  const chunks: Buffer[] = [];
+  out.on('data', (c: Buffer) => chunks.push(c));
+  const file = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useSharedStrings: false });
+  const ws = file.addWorksheet('S');
+  ws.addRow(['phone', 'name', 'note']).commit();
+  for (let i = 0; i < n; i++) ws.addRow(row(i)).commit();
+  ws.commit();
+  await file.commit();
+  return Buffer.concat(chunks);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -179,20 +195,27 @@ describe('readContacts: xlsx', () => {
   });
 
   it('keeps non-ASCII text intact over a large sheet (chunks are cut between characters)', async () => {
-    const out = new PassThrough();
-    const chunks: Buffer[] = [];
-    out.on('data', (c: Buffer) => chunks.push(c));
-    const file = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useSharedStrings: false });
-    const ws = file.addWorksheet('S');
-    ws.addRow(['phone', 'name']).commit();
     const name = (i: number) => `Zoë Ñandú 東京 🎉 ${i}`;
-    for (let i = 0; i < 20_000; i++) ws.addRow([String(9_000_000_000 + i), name(i)]).commit();
-    ws.commit();
-    await file.commit();
-    const r = await read(Buffer.concat(chunks), 'big.xlsx');
+    const buf = await streamedXlsx(20_000, (i) => [String(9_000_000_000 + i), name(i)]);
+    const r = await read(buf, 'big.xlsx');
     expect(r.contacts.length).toBe(20_000);
     const bad = r.contacts.filter((c, i) => c.fields.name !== name(i) || c.number !== String(9_000_000_000 + i));
     expect(bad).toEqual([]);
+  });
+
+  it('does not keep rows alive while reading', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const buf = await streamedXlsx(40_000, (i) => [9_000_000_000 + i, `Customer ${i}`, 'some longer text to make a row weigh something']);
+    const heap: number[] = [];
+    await readContacts(stream(buf), 'x.xlsx', (c) => {
+      if (c.number.endsWith('05000') || c.number.endsWith('39999')) {
+        gc();
+        heap.push(process.memoryUsage().heapUsed);
+      }
+    });
+    expect(heap.length).toBe(2);
+    expect(heap[1]! - heap[0]!).toBeLessThan(4 * 2 ** 20);
   });
 
   it('refuses files that are not xlsx workbooks', async () => {

@@ -75,12 +75,29 @@ export async function* xlsxRows(buf: Buffer, limits: XlsxLimits = DEFAULT_XLSX_L
   ]);
 
   // `pipe` does not pass a source error on to exceljs's unzipper (it would wait forever), so every
-  // step of the reader is raced against the source failing.
-  let fail!: (err: unknown) => void;
-  const failed = new Promise<never>((_, reject) => (fail = reject));
-  failed.catch(() => {});
-  source.on('error', (err) => fail(err));
-  const step = <T>(it: AsyncIterator<T>): Promise<IteratorResult<T>> => Promise.race([it.next(), failed]);
+  // step of the reader also ends when the source fails. (Not with Promise.race against one pending
+  // promise: each race would leave a reaction on it, keeping every row alive.)
+  let sourceError: unknown;
+  let onSourceError: ((err: unknown) => void) | undefined;
+  source.on('error', (err) => {
+    sourceError ??= err;
+    onSourceError?.(err);
+  });
+  const step = <T>(it: AsyncIterator<T>): Promise<IteratorResult<T>> =>
+    new Promise((resolve, reject) => {
+      if (sourceError !== undefined) return reject(sourceError);
+      onSourceError = reject;
+      it.next().then(
+        (r) => {
+          onSourceError = undefined;
+          resolve(r);
+        },
+        (err: unknown) => {
+          onSourceError = undefined;
+          reject(err);
+        },
+      );
+    });
 
   const reader = new ExcelJS.stream.xlsx.WorkbookReader(source, {
     worksheets: 'emit',
