@@ -4,7 +4,7 @@
  * size sampled (every 10 ms) during the read, for the whole process: it includes what the writer
  * left behind (about 65 MiB of Node + modules, plus uncollected garbage from writing).
  *
- *   npx tsc -p tsconfig.build.json --outDir /tmp/bench-out && node /tmp/bench-out/bench/dialer-ingest.js
+ *   npx tsc -p tsconfig.build.json && node dist/bench/dialer-ingest.js   (dist/ is git-ignored)
  */
 import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
