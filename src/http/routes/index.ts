@@ -14,6 +14,7 @@ import { messagingRoutes } from './messaging.js';
 import { campaignOpsRoutes } from './ops-campaigns.js';
 import { deliveriesRoutes } from './ops-deliveries.js';
 import { subscriberRoutes } from './subscriber.js';
+import { dialerRoutes } from './dialer.js';
 
 export type RouteRegistrar = (app: FastifyInstance, ctx: Context) => void;
 
@@ -27,6 +28,7 @@ export const routes: RouteRegistrar[] = [
   callRoutes,
   historyRoutes,
   messagingRoutes,
+  dialerRoutes,
   recordingRoutes,
   provisioningRoutes,
   simulatorRoutes,
