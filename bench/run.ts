@@ -7,10 +7,12 @@
  * BENCH_CONNECTIONS keep-alive connections from a worker thread, after a short warm-up, and the
  * table shows requests/s, latency percentiles and throughput relative to the baseline.
  *
- * To measure something else, add a scenario to `scenarios` below.
+ * To load another endpoint, add it to `scenarios`; to measure something of another shape (socket
+ * fan-out, webhook deliveries), add a function to `suites` that returns its printed report.
  *
  * Settings: BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50),
- * BENCH_ONLY (comma-separated scenario names; the baseline always runs), BENCH_JSON=1 (also print JSON).
+ * BENCH_ONLY (comma-separated scenario names; the baseline always runs), BENCH_SUITES
+ * (comma-separated suite names, default all), BENCH_JSON=1 (also print the HTTP results as JSON).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -129,7 +131,8 @@ function table(rows: string[][]): string {
   return [line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
 }
 
-async function main() {
+/** The HTTP suite: every scenario against its server, one table. */
+async function httpSuite(): Promise<string> {
   const durationMs = envInt('BENCH_DURATION_S', 5) * 1000;
   const warmupMs = envInt('BENCH_WARMUP_S', 1) * 1000;
   const connections = envInt('BENCH_CONNECTIONS', 50);
@@ -141,7 +144,7 @@ async function main() {
   try {
     servers.bare = await startBare();
     servers.platform = await startPlatform();
-    process.stdout.write(`cloud-telephony bench: ${connections} connections, ${durationMs / 1000} s per scenario (+${warmupMs / 1000} s warm-up), node ${process.version}\n`);
+    process.stdout.write(`${connections} connections, ${durationMs / 1000} s per scenario (+${warmupMs / 1000} s warm-up)\n`);
     for (const scenario of chosen) {
       const target: LoadTarget = { url: servers[scenario.server]!.url, method: scenario.method, path: scenario.path, headers: scenario.headers, body: scenario.body };
       if (warmupMs > 0) await load(target, { connections, durationMs: warmupMs });
@@ -168,14 +171,34 @@ async function main() {
       `${fmt((result.rps / baseline.rps) * 100, 1)} %`,
     ]);
   }
-  process.stdout.write(`\n${table(rows)}\n\n`);
-  for (const { scenario } of results) process.stdout.write(`  ${scenario.name}: ${scenario.note}\n`);
-  if (process.env.BENCH_JSON === '1') process.stdout.write(`${JSON.stringify(results.map(({ scenario, result }) => ({ name: scenario.name, ...result })), null, 2)}\n`);
-
+  let report = `${table(rows)}\n\n${results.map(({ scenario }) => `  ${scenario.name}: ${scenario.note}`).join('\n')}\n`;
+  if (process.env.BENCH_JSON === '1') report += `${JSON.stringify(results.map(({ scenario, result }) => ({ name: scenario.name, ...result })), null, 2)}\n`;
   const failed = results.filter(({ result }) => result.errors > 0 || (result.statuses['2xx'] ?? 0) < result.requests);
   if (failed.length > 0) {
-    process.stderr.write(`\nsome requests failed: ${failed.map((f) => `${f.scenario.name} ${JSON.stringify(f.result.statuses)} errors=${f.result.errors}`).join('; ')}\n`);
-    process.exitCode = 1;
+    throw new Error(`some requests failed: ${failed.map((f) => `${f.scenario.name} ${JSON.stringify(f.result.statuses)} errors=${f.result.errors}`).join('; ')}\n${report}`);
+  }
+  return report;
+}
+
+interface Suite {
+  name: string;
+  /** Runs the measurement and returns its report; throws when the measurement itself failed. */
+  run(): Promise<string>;
+}
+
+const suites: Suite[] = [{ name: 'http', run: httpSuite }];
+
+async function main() {
+  const only = process.env.BENCH_SUITES?.split(',').map((s) => s.trim()).filter(Boolean);
+  process.stdout.write(`cloud-telephony bench, node ${process.version}\n`);
+  for (const suite of suites.filter((s) => !only || only.includes(s.name))) {
+    process.stdout.write(`\n== ${suite.name}\n`);
+    try {
+      process.stdout.write(`\n${await suite.run()}`);
+    } catch (err) {
+      process.stderr.write(`\n${suite.name} failed: ${(err as Error).message}\n`);
+      process.exitCode = 1;
+    }
   }
 }
 
