@@ -48,6 +48,17 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     return503OnClosing: true,
   });
   app.setValidatorCompiler(() => () => true);
+  // Graceful close: a keep-alive connection whose request is in flight when close begins would
+  // otherwise stay open for keepAliveTimeout after its response. Such responses say
+  // `Connection: close`, so the socket ends with them and close() completes.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if (closing) reply.header('connection', 'close');
+    return payload;
+  });
   registerErrorHandling(app);
   app.decorateRequest('user', null);
 

@@ -19,9 +19,11 @@ export async function idempotent(ctx: Context, scope: string, key: string, run: 
   const id = createHash('sha256').update(scope).update('\u0000').update(key).digest('base64url');
   const running = inFlight.get(id);
   if (running) return running;
-  const stored = await ctx.reads.get<{ response: Rendered }>(COLLECTION, id);
-  if (stored) return stored.response;
+  // Registered before the first await, so a concurrent repeat joins this attempt instead of
+  // racing it past the stored-response lookup.
   const attempt = (async () => {
+    const stored = await ctx.reads.get<{ response: Rendered }>(COLLECTION, id);
+    if (stored) return stored.response;
     let rendered: Rendered;
     try {
       rendered = await run();

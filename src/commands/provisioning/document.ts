@@ -160,6 +160,16 @@ function describe(err: ErrorObject): string {
   return `${at} ${err.message ?? 'is invalid'}`;
 }
 
+/**
+ * The error worth reporting. A nullable field (`anyOf: [null, value]`) fails with one error per
+ * branch plus the anyOf itself; "must be null" would mislead, the value branch names the fault.
+ */
+function pickError(errors: ErrorObject[]): ErrorObject {
+  const useful = errors.filter((e) => e.keyword !== 'anyOf' && !(e.keyword === 'type' && (e.params as { type?: unknown }).type === 'null'));
+  const pool = useful.length > 0 ? useful : errors;
+  return pool.reduce((best, e) => (e.instancePath.length > best.instancePath.length ? e : best));
+}
+
 export function isValidTimezone(tz: string): boolean {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: tz });
@@ -178,7 +188,7 @@ export interface ExistingState {
 
 /** Validates the whole document; throws INVALID_PARAMETER naming the first bad field. */
 export function validateProvisioning(input: unknown, existing: ExistingState): ProvisioningDocument {
-  if (!validateSchema(input)) throw invalid(`provisioning document: ${describe(validateSchema.errors![0]!)}`);
+  if (!validateSchema(input)) throw invalid(`provisioning document: ${describe(pickError(validateSchema.errors!))}`);
   const doc = input as unknown as ProvisioningDocument;
   doc.users ??= [];
   const seenSvc = new Set<number>();

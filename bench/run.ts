@@ -1,0 +1,205 @@
+/**
+ * `npm run bench`: the platform's HTTP overhead against a bare fastify baseline, in one run.
+ *
+ * Starts the platform (createPlatform, as `npm start` does) on a temporary DATA_DIR with the
+ * contract's example document provisioned, rate limit off and logging silent, plus a bare fastify
+ * app answering `/ping`. Each scenario is loaded for BENCH_DURATION_S seconds over
+ * BENCH_CONNECTIONS keep-alive connections from a worker thread, after a short warm-up, and the
+ * table shows requests/s, latency percentiles and throughput relative to the baseline.
+ *
+ * To load another endpoint, add it to `scenarios`; to measure something of another shape (socket
+ * fan-out, webhook deliveries), add a function to `suites` that returns its printed report.
+ *
+ * Settings: BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50),
+ * BENCH_ONLY (comma-separated scenario names; the baseline always runs), BENCH_SUITES
+ * (comma-separated suite names, default all), BENCH_JSON=1 (also print the HTTP results as JSON).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
+import Fastify from 'fastify';
+import pino from 'pino';
+import { loadConfig } from '../src/config.js';
+import { createPlatform } from '../src/platform.js';
+import type { LoadOptions, LoadResult, LoadTarget } from './load.js';
+
+/** The example document of CONTRACT section 3 (what `examples/provisioning.json` holds). */
+const exampleDocument = {
+  services: [
+    {
+      id: 101,
+      name: 'Acme Support',
+      customer: 'acme',
+      timezone: 'Asia/Kolkata',
+      dids: ['8000000101'],
+      skills: [{ id: 1, name: 'English' }],
+      queues: [{ id: 1, name: 'Support' }],
+      webhook: { url: 'http://127.0.0.1:9100/hook', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' },
+      socketKey: 'k-101-secret',
+      blocked: ['9000000666'],
+      customers: [{ number: '9876543210', name: 'Ravi', address: 'Pune', note: 'VIP', email: null }],
+      agents: [{ id: 1001, name: 'Asha', number: '9100001001', sip: 'asha', countryCode: '91', skills: [{ skillId: 1, level: 5 }] }],
+    },
+  ],
+  users: [
+    { id: 1, username: 'acme-admin', password: 's3cret-admin', name: 'Acme Admin', email: 'admin@acme.test', number: '9100000001', admin: true, services: [101] },
+    { id: 2, username: 'asha', password: 's3cret-asha', name: 'Asha', agentId: 1001, services: [101] },
+  ],
+};
+
+const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
+const admin = basic('acme-admin', 's3cret-admin');
+
+/** Which server a scenario loads. */
+type Server = 'bare' | 'platform';
+
+interface Scenario {
+  name: string;
+  server: Server;
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+  /** What the numbers mean, printed under the table. */
+  note: string;
+}
+
+/** The first scenario is the baseline the others are compared with. */
+const scenarios: Scenario[] = [
+  { name: 'bare /ping', server: 'bare', method: 'GET', path: '/ping', note: 'fastify with one route, no plugins: the ceiling of this machine' },
+  { name: 'GET /api/v1/ping', server: 'platform', method: 'GET', path: '/api/v1/ping', headers: admin, note: 'Basic auth (cached verification), read-your-writes check, route pipeline' },
+  { name: 'GET /api/v1/user', server: 'platform', method: 'GET', path: '/api/v1/user', headers: admin, note: 'as above plus a read-model lookup and a SHA-256 of the stored hash' },
+];
+
+const envInt = (name: string, dflt: number) => {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return dflt;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number`);
+  return n;
+};
+
+function load(target: LoadTarget, options: LoadOptions): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL('./load-worker.js', import.meta.url), { workerData: { target, options } });
+    worker.once('message', resolve);
+    worker.once('error', reject);
+    worker.once('exit', (code) => code !== 0 && reject(new Error(`load worker exited with ${code}`)));
+  });
+}
+
+async function startBare(): Promise<{ url: string; close: () => Promise<void> }> {
+  const app = Fastify({ logger: false });
+  app.get('/ping', async (_req, reply) => reply.type('text/plain').send('pong'));
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  return { url, close: () => app.close() };
+}
+
+async function startPlatform(): Promise<{ url: string; close: () => Promise<void> }> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'ct-bench-'));
+  const provisionFile = path.join(dataDir, 'provisioning.json');
+  writeFileSync(provisionFile, JSON.stringify(exampleDocument));
+  const config = loadConfig({
+    HOST: '127.0.0.1',
+    PORT: '0',
+    SOCKET_PORT: '0',
+    DATA_DIR: dataDir,
+    OPERATOR_TOKEN: randomBytes(16).toString('hex'),
+    PROVISION_FILE: provisionFile,
+    RATE_LIMIT_RPS: '0',
+    LOG_LEVEL: 'silent',
+  });
+  const platform = await createPlatform(config, { logger: pino({ level: 'silent' }) });
+  const { httpUrl } = await platform.start();
+  if (!httpUrl) throw new Error('the platform did not start its HTTP API');
+  return {
+    url: httpUrl,
+    close: async () => {
+      await platform.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
+}
+
+/** The HTTP suite: every scenario against its server, one table. */
+async function httpSuite(): Promise<string> {
+  const durationMs = envInt('BENCH_DURATION_S', 5) * 1000;
+  const warmupMs = envInt('BENCH_WARMUP_S', 1) * 1000;
+  const connections = envInt('BENCH_CONNECTIONS', 50);
+  const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
+  const chosen = scenarios.filter((s, i) => i === 0 || !only || only.includes(s.name));
+
+  const servers: Partial<Record<Server, { url: string; close: () => Promise<void> }>> = {};
+  const results: Array<{ scenario: Scenario; result: LoadResult }> = [];
+  try {
+    servers.bare = await startBare();
+    servers.platform = await startPlatform();
+    process.stdout.write(`${connections} connections, ${durationMs / 1000} s per scenario (+${warmupMs / 1000} s warm-up)\n`);
+    for (const scenario of chosen) {
+      const target: LoadTarget = { url: servers[scenario.server]!.url, method: scenario.method, path: scenario.path, headers: scenario.headers, body: scenario.body };
+      if (warmupMs > 0) await load(target, { connections, durationMs: warmupMs });
+      const result = await load(target, { connections, durationMs });
+      results.push({ scenario, result });
+      process.stdout.write(`  ${scenario.name}: ${fmt(result.rps)} req/s\n`);
+    }
+  } finally {
+    for (const s of Object.values(servers)) await s?.close();
+  }
+
+  const baseline = results[0]!.result;
+  const rows = [['scenario', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'vs baseline']];
+  for (const { scenario, result } of results) {
+    const non2xx = result.requests - (result.statuses['2xx'] ?? 0);
+    rows.push([
+      scenario.name,
+      fmt(result.rps),
+      fmt(result.latencyMs.p50, 2),
+      fmt(result.latencyMs.p99, 2),
+      fmt(result.latencyMs.max, 1),
+      fmt(non2xx),
+      fmt(result.errors),
+      `${fmt((result.rps / baseline.rps) * 100, 1)} %`,
+    ]);
+  }
+  let report = `${table(rows)}\n\n${results.map(({ scenario }) => `  ${scenario.name}: ${scenario.note}`).join('\n')}\n`;
+  if (process.env.BENCH_JSON === '1') report += `${JSON.stringify(results.map(({ scenario, result }) => ({ name: scenario.name, ...result })), null, 2)}\n`;
+  const failed = results.filter(({ result }) => result.errors > 0 || (result.statuses['2xx'] ?? 0) < result.requests);
+  if (failed.length > 0) {
+    throw new Error(`some requests failed: ${failed.map((f) => `${f.scenario.name} ${JSON.stringify(f.result.statuses)} errors=${f.result.errors}`).join('; ')}\n${report}`);
+  }
+  return report;
+}
+
+interface Suite {
+  name: string;
+  /** Runs the measurement and returns its report; throws when the measurement itself failed. */
+  run(): Promise<string>;
+}
+
+const suites: Suite[] = [{ name: 'http', run: httpSuite }];
+
+async function main() {
+  const only = process.env.BENCH_SUITES?.split(',').map((s) => s.trim()).filter(Boolean);
+  process.stdout.write(`cloud-telephony bench, node ${process.version}\n`);
+  for (const suite of suites.filter((s) => !only || only.includes(s.name))) {
+    process.stdout.write(`\n== ${suite.name}\n`);
+    try {
+      process.stdout.write(`\n${await suite.run()}`);
+    } catch (err) {
+      process.stderr.write(`\n${suite.name} failed: ${(err as Error).message}\n`);
+      process.exitCode = 1;
+    }
+  }
+}
+
+await main();

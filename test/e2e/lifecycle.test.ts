@@ -1,0 +1,241 @@
+/**
+ * The platform's life as a process: restarts on the same DATA_DIR, kill -9 right after an
+ * acknowledged write, graceful SIGTERM with a request in flight, and the operator CLI.
+ * The child processes run the compiled code, built once into a temporary directory.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync, realpathSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OPERATOR_TOKEN, exampleDoc, startProvisioned, startServer } from '../support/server.js';
+
+const root = path.resolve(import.meta.dirname, '../..');
+let work: string;
+let out: string;
+
+beforeAll(() => {
+  work = mkdtempSync(path.join(tmpdir(), 'ct-life-'));
+  out = path.join(work, 'build');
+  const tsc = spawnSync(path.join(root, 'node_modules/.bin/tsc'), ['-p', path.join(root, 'tsconfig.build.json'), '--outDir', out], { encoding: 'utf8' });
+  if (tsc.status !== 0) throw new Error(`build failed: ${tsc.stdout}${tsc.stderr}`);
+  // The built files resolve packages from the project's node_modules and are ES modules.
+  symlinkSync(realpathSync(path.join(root, 'node_modules')), path.join(work, 'node_modules'), 'dir');
+  writeFileSync(path.join(work, 'package.json'), JSON.stringify({ type: 'module' }));
+}, 120_000);
+
+afterAll(() => {
+  rmSync(work, { recursive: true, force: true });
+});
+
+const newDataDir = () => mkdtempSync(path.join(work, 'data-'));
+const writeDoc = (doc: unknown) => {
+  const file = path.join(mkdtempSync(path.join(work, 'doc-')), 'provisioning.json');
+  writeFileSync(file, JSON.stringify(doc));
+  return file;
+};
+const basic = (u: string, p: string) => ({ authorization: `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}` });
+
+interface LogLine {
+  msg?: string;
+  [k: string]: unknown;
+}
+
+/** The server as a real child process (`node build/src/main.js`), its JSON log parsed line by line. */
+class ServerProcess {
+  readonly lines: LogLine[] = [];
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  url = '';
+  private listeners: Array<() => void> = [];
+
+  private constructor(readonly proc: ChildProcess) {
+    createInterface({ input: proc.stdout! }).on('line', (raw) => {
+      try {
+        this.lines.push(JSON.parse(raw) as LogLine);
+      } catch {
+        this.lines.push({ msg: raw });
+      }
+      for (const l of this.listeners) l();
+    });
+    proc.stderr!.on('data', (d) => this.lines.push({ msg: `stderr: ${d}` }));
+    this.exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+    void this.exited.then(() => this.listeners.forEach((l) => l()));
+  }
+
+  static async start(dataDir: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+    const proc = spawn(process.execPath, [path.join(out, 'src/main.js')], {
+      env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, OPERATOR_TOKEN, RATE_LIMIT_RPS: '0', LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const server = new ServerProcess(proc);
+    const started = await server.waitForLine((l) => l.msg === 'cloud-telephony started');
+    server.url = started.httpUrl as string;
+    return server;
+  }
+
+  /** Resolves with the first log line (already seen or coming) that matches; fails on exit or after the deadline. */
+  waitForLine(match: (l: LogLine) => boolean, timeoutMs = 15_000): Promise<LogLine> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const found = this.lines.find(match);
+        if (found) {
+          done();
+          resolve(found);
+        } else if (this.proc.exitCode !== null || this.proc.signalCode !== null) {
+          done();
+          reject(new Error(`server exited before the awaited log line; log:\n${this.log()}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`no such log line within ${timeoutMs} ms; log:\n${this.log()}`));
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        this.listeners = this.listeners.filter((l) => l !== check);
+      };
+      this.listeners.push(check);
+      check();
+    });
+  }
+
+  log() {
+    return this.lines.map((l) => JSON.stringify(l)).join('\n');
+  }
+
+  fetch(p: string, init: RequestInit = {}) {
+    return fetch(this.url + p, init);
+  }
+}
+
+describe('restart on the same DATA_DIR', () => {
+  it('keeps users, their changed passwords and profiles', async () => {
+    const first = await startProvisioned();
+    const dataDir = first.dataDir;
+    try {
+      expect((await first.api('/api/v1/user-password', { method: 'POST', form: { new: 'changed-before-restart' }, auth: ['asha', 's3cret-asha'] })).status).toBe(200);
+      expect((await first.api('/api/v1/user', { method: 'POST', form: { email: 'kept@acme.test' } })).status).toBe(200);
+      await first.platform.stop();
+
+      const second = await startServer({}, { dataDir });
+      try {
+        expect((await second.api('/api/v1/ping', { auth: ['asha', 'changed-before-restart'] })).status).toBe(200);
+        expect((await second.api('/api/v1/ping', { auth: ['asha', 's3cret-asha'] })).status).toBe(401);
+        const admin = await second.api('/api/v1/user');
+        expect(admin.status).toBe(200);
+        expect((await admin.json()).email).toBe('kept@acme.test');
+        // Nothing was projected twice on the way back up.
+        const users = await second.platform.ctx.reads.find('users');
+        expect(users.map((u) => u.username)).toEqual(['acme-admin', 'asha']);
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the server as a process', () => {
+  it('kill -9 right after an acknowledged POST /api/v1/user-password loses nothing', async () => {
+    const dataDir = newDataDir();
+    const server = await ServerProcess.start(dataDir, { PROVISION_FILE: writeDoc(exampleDoc()) });
+    const admin = basic('acme-admin', 's3cret-admin');
+    for (let i = 1; i <= 5; i++) {
+      const res = await server.fetch('/api/v1/user', { method: 'POST', headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify({ email: `admin${i}@acme.test` }) });
+      expect(res.status).toBe(200);
+    }
+    const ack = await server.fetch('/api/v1/user-password', { method: 'POST', headers: { ...basic('asha', 's3cret-asha'), 'content-type': 'application/x-www-form-urlencoded' }, body: 'new=survives-kill-9' });
+    expect(ack.status).toBe(200);
+    server.proc.kill('SIGKILL');
+    expect(await server.exited).toEqual({ code: null, signal: 'SIGKILL' });
+
+    const after = await startServer({}, { dataDir });
+    try {
+      expect((await after.api('/api/v1/ping', { auth: ['asha', 'survives-kill-9'] })).status).toBe(200);
+      expect((await after.api('/api/v1/ping', { auth: ['asha', 's3cret-asha'] })).status).toBe(401);
+      expect((await (await after.api('/api/v1/user')).json()).email).toBe('admin5@acme.test');
+    } finally {
+      await after.stop();
+    }
+  });
+
+  it('SIGTERM finishes the request in flight, then exits with code 0', async () => {
+    const dataDir = newDataDir();
+    const server = await ServerProcess.start(dataDir, { LOG_LEVEL: 'debug' });
+    // A document whose many password hashes keep the request busy for a second or more.
+    const doc = exampleDoc();
+    for (let i = 0; i < 30; i++) doc.users.push({ id: 100 + i, username: `bulk-${i}`, password: `bulk-password-${i}`, services: [101] });
+    const response = server.fetch('/ops/v1/provisioning', { method: 'PUT', headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(doc) });
+    const incoming = await server.waitForLine((l) => l.msg === 'incoming request' && (l.req as { url?: string })?.url === '/ops/v1/provisioning');
+    server.proc.kill('SIGTERM');
+
+    const res = await response;
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ services: 1, agents: 1, users: 32 });
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+    // The request was still running when the signal arrived.
+    const shuttingDown = server.lines.findIndex((l) => l.msg === 'shutting down');
+    const completed = server.lines.findIndex((l) => l.msg === 'request completed' && l.reqId === incoming.reqId);
+    expect(shuttingDown).toBeGreaterThanOrEqual(0);
+    expect(completed).toBeGreaterThan(shuttingDown);
+    await expect(server.fetch('/api/v1/ping')).rejects.toThrow();
+
+    const after = await startServer({}, { dataDir });
+    try {
+      expect((await after.api('/api/v1/ping', { auth: ['bulk-29', 'bulk-password-29'] })).status).toBe(200);
+    } finally {
+      await after.stop();
+    }
+  });
+});
+
+describe('telephony CLI', () => {
+  const cli = (args: string[], dataDir: string) =>
+    spawnSync(process.execPath, [path.join(out, 'src/cli/telephony.js'), ...args], {
+      env: { PATH: process.env.PATH, DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+
+  it('provision FILE on a DATA_DIR; a server started on it authenticates the provisioned users', async () => {
+    const dataDir = newDataDir();
+    const file = writeDoc(exampleDoc());
+    const first = cli(['provision', file], dataDir);
+    expect(first.stderr).toBe('');
+    expect(first.status).toBe(0);
+    expect(JSON.parse(first.stdout)).toMatchObject({ services: 1, agents: 1, users: 2 });
+    expect(JSON.parse(first.stdout).appended).toBeGreaterThan(0);
+    const again = cli(['provision', file], dataDir);
+    expect(again.status).toBe(0);
+    expect(JSON.parse(again.stdout).appended).toBe(0);
+
+    const server = await startServer({}, { dataDir });
+    try {
+      expect((await server.api('/api/v1/ping')).status).toBe(200);
+      expect(await (await server.api('/api/v1/login', { auth: ['asha', 's3cret-asha'] })).json()).toEqual({ agentId: 1001, isAdmin: false, serviceId: 101 });
+
+      // With the server running: the next request already sees what the CLI appended.
+      const more = writeDoc({ services: [], users: [{ id: 5, username: 'late-user', password: 'late-password', services: [101] }] });
+      expect(cli(['provision', more], dataDir).status).toBe(0);
+      expect((await server.api('/api/v1/ping', { auth: ['late-user', 'late-password'] })).status).toBe(200);
+    } finally {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a bad document with exit code 1 and a message naming the field; bad usage is 2', () => {
+    const dataDir = newDataDir();
+    const doc = exampleDoc();
+    doc.users[1].agentId = 4242;
+    const bad = cli(['provision', writeDoc(doc)], dataDir);
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toContain('users[1].agentId');
+    expect(cli(['provision', path.join(work, 'missing.json')], dataDir).status).toBe(2);
+    const usage = cli(['frobnicate'], dataDir);
+    expect(usage.status).toBe(2);
+    expect(usage.stderr).toContain('usage: telephony provision FILE');
+  });
+});

@@ -1,0 +1,131 @@
+/** handleCommand: read, fold, decide, append with the expected revision; retry on a conflict. */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { handleCommand, type Decider, type DomainEvent } from '../../../src/commands/decider.js';
+import { SqliteEventStore } from '../../../src/gateways/event-store/sqlite.js';
+import type { EventStore, ExpectedRevision, NewEvent } from '../../../src/gateways/event-store/port.js';
+import { conflict } from '../../../src/domain/errors.js';
+
+type CounterEvent = DomainEvent<'Added', { by: number; total: number }>;
+type CounterCommand = { type: 'Add'; by: number; max?: number };
+interface CounterState {
+  total: number;
+}
+
+/** A counter whose decisions depend on state, so deciding on stale state would be visible. */
+function counter(): Decider<CounterCommand, CounterState, CounterEvent> & { decisions: number } {
+  const d = {
+    decisions: 0,
+    initialState: () => ({ total: 0 }),
+    evolve: (s: CounterState, e: CounterEvent) => ({ total: s.total + e.data.by }),
+    decide(c: CounterCommand, s: CounterState): CounterEvent[] {
+      d.decisions++;
+      if (c.by === 0) return [];
+      if (c.max !== undefined && s.total + c.by > c.max) throw conflict(`total would pass ${c.max}`);
+      return [{ type: 'Added', data: { by: c.by, total: s.total + c.by } }];
+    },
+  };
+  return d;
+}
+
+/** Lets another writer append to the stream just before each of the next `times` appends. */
+class RacingStore {
+  appends: ExpectedRevision[] = [];
+  constructor(
+    readonly inner: EventStore,
+    private times: number,
+  ) {}
+  readStream: EventStore['readStream'] = (s, o) => this.inner.readStream(s, o);
+  async appendToStream(streamId: string, events: NewEvent[], options: { expectedRevision?: ExpectedRevision } = {}) {
+    this.appends.push(options.expectedRevision ?? 'any');
+    if (this.times > 0) {
+      this.times--;
+      await this.inner.appendToStream(streamId, [{ type: 'Added', data: { by: 100, total: -1 } }]);
+    }
+    return this.inner.appendToStream(streamId, events, options);
+  }
+}
+
+describe('handleCommand', () => {
+  let store: SqliteEventStore;
+  beforeEach(() => {
+    store = new SqliteEventStore(':memory:');
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+
+  const given = async (stream: string, ...by: number[]) => {
+    let total = 0;
+    for (const b of by) {
+      total += b;
+      await store.appendToStream(stream, [{ type: 'Added', data: { by: b, total } }]);
+    }
+  };
+  const thenStream = async (stream: string) => (await store.readStream(stream)).map((e) => e.data);
+
+  it('appends the decided events to a new stream, expecting no stream', async () => {
+    const racing = new RacingStore(store, 0);
+    const r = await handleCommand(racing as unknown as EventStore, 'counter-1', counter(), { type: 'Add', by: 2 });
+    expect(racing.appends).toEqual(['no_stream']);
+    expect(r).toMatchObject({ events: [{ type: 'Added', data: { by: 2, total: 2 } }], state: { total: 2 }, revision: 0 });
+    expect(r.position).toBe(await store.headPosition());
+    expect(await thenStream('counter-1')).toEqual([{ by: 2, total: 2 }]);
+  });
+
+  it('decides on the folded history and expects the last revision', async () => {
+    await given('counter-1', 1, 2);
+    const racing = new RacingStore(store, 0);
+    const r = await handleCommand(racing as unknown as EventStore, 'counter-1', counter(), { type: 'Add', by: 4 });
+    expect(racing.appends).toEqual([1]);
+    expect(r.state).toEqual({ total: 7 });
+    expect(r.revision).toBe(2);
+    expect(await thenStream('counter-1')).toEqual([{ by: 1, total: 1 }, { by: 2, total: 3 }, { by: 4, total: 7 }]);
+  });
+
+  it('appends nothing when the decider decides no events, answering the stream position', async () => {
+    await given('counter-1', 5);
+    await given('other', 1);
+    const r = await handleCommand(store, 'counter-1', counter(), { type: 'Add', by: 0 });
+    expect(r).toMatchObject({ events: [], state: { total: 5 }, revision: 0, position: 1 });
+    expect(await store.headPosition()).toBe(2);
+  });
+
+  it('on an expected-revision conflict decides again on fresh state and appends once', async () => {
+    await given('counter-1', 1);
+    const racing = new RacingStore(store, 2);
+    const d = counter();
+    const r = await handleCommand(racing as unknown as EventStore, 'counter-1', d, { type: 'Add', by: 3 });
+    // Two lost races, then a win: three decisions, each against the revision it read.
+    expect(racing.appends).toEqual([0, 1, 2]);
+    expect(d.decisions).toBe(3);
+    expect(r.state).toEqual({ total: 204 });
+    expect((await thenStream('counter-1')).at(-1)).toEqual({ by: 3, total: 204 });
+    expect(await store.readStream('counter-1')).toHaveLength(4);
+  });
+
+  it('a retry sees what the other writer did and may now refuse', async () => {
+    await given('counter-1', 1);
+    const racing = new RacingStore(store, 1);
+    await expect(handleCommand(racing as unknown as EventStore, 'counter-1', counter(), { type: 'Add', by: 3, max: 50 })).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect(await store.readStream('counter-1')).toHaveLength(2);
+  });
+
+  it('gives up with UNAVAILABLE after maxAttempts conflicts, having appended nothing of its own', async () => {
+    const racing = new RacingStore(store, 10);
+    await expect(
+      handleCommand(racing as unknown as EventStore, 'counter-1', counter(), { type: 'Add', by: 3 }, { maxAttempts: 3 }),
+    ).rejects.toMatchObject({ code: 'UNAVAILABLE', status: 503 });
+    expect(racing.appends).toHaveLength(3);
+    expect((await thenStream('counter-1')).every((d) => (d as { by: number }).by === 100)).toBe(true);
+  });
+
+  it('stores metadata and deterministic event ids, so a retried request appends nothing twice', async () => {
+    const opts = { metadata: { by: 'user-1' }, eventId: (_e: CounterEvent, i: number) => `7d4b0b7e-1d57-4d7e-9f0e-00000000000${i}` };
+    await handleCommand(store, 'counter-1', counter(), { type: 'Add', by: 2 }, opts);
+    const [e] = await store.readStream('counter-1');
+    expect(e).toMatchObject({ id: '7d4b0b7e-1d57-4d7e-9f0e-000000000000', metadata: { by: 'user-1' } });
+    // The retry decides on the new state, but its event id is already stored: nothing is added.
+    await handleCommand(store, 'counter-1', counter(), { type: 'Add', by: 2 }, opts);
+    expect(await store.readStream('counter-1')).toHaveLength(1);
+  });
+});
