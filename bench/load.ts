@@ -11,6 +11,8 @@ export interface LoadTarget {
   url: string;
   method: string;
   path: string;
+  /** Further paths: each connection sends `path`, then these, in turn (e.g. a toggle). */
+  alternate?: string[];
   headers?: Record<string, string>;
   body?: string;
 }
@@ -65,7 +67,7 @@ function responseLength(buf: Buffer): { length: number; status: number; close: b
 
 export async function runLoad(target: LoadTarget, options: LoadOptions): Promise<LoadResult> {
   const { hostname, port } = new URL(target.url);
-  const request = buildRequest(target);
+  const requests = [target.path, ...(target.alternate ?? [])].map((path) => buildRequest({ ...target, path }));
   const latencies: number[] = [];
   const statuses: Record<string, number> = {};
   let errors = 0;
@@ -77,6 +79,7 @@ export async function runLoad(target: LoadTarget, options: LoadOptions): Promise
       let socket: net.Socket;
       let pending = Buffer.alloc(0);
       let sentAt = 0;
+      let turn = 0;
       let finished = false;
       const finish = () => {
         if (finished) return;
@@ -87,7 +90,7 @@ export async function runLoad(target: LoadTarget, options: LoadOptions): Promise
       const send = () => {
         if (performance.now() >= deadline) return finish();
         sentAt = performance.now();
-        socket.write(request);
+        socket.write(requests[turn++ % requests.length]!);
       };
       const open = () => {
         pending = Buffer.alloc(0);

@@ -14,7 +14,7 @@
  * BENCH_ONLY (comma-separated scenario names; the baseline always runs), BENCH_SUITES
  * (comma-separated suite names, default all), BENCH_JSON=1 (also print the HTTP results as JSON).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -24,30 +24,13 @@ import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { createPlatform } from '../src/platform.js';
 import type { LoadOptions, LoadResult, LoadTarget } from './load.js';
+import { benchCalls } from './calls.js';
+import { benchSocketFanout } from './socket.js';
+import { benchWebhooks } from './webhooks.js';
+import { benchDialerIngest } from './dialer-ingest.js';
 
-/** The example document of CONTRACT section 3 (what `examples/provisioning.json` holds). */
-const exampleDocument = {
-  services: [
-    {
-      id: 101,
-      name: 'Acme Support',
-      customer: 'acme',
-      timezone: 'Asia/Kolkata',
-      dids: ['8000000101'],
-      skills: [{ id: 1, name: 'English' }],
-      queues: [{ id: 1, name: 'Support' }],
-      webhook: { url: 'http://127.0.0.1:9100/hook', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' },
-      socketKey: 'k-101-secret',
-      blocked: ['9000000666'],
-      customers: [{ number: '9876543210', name: 'Ravi', address: 'Pune', note: 'VIP', email: null }],
-      agents: [{ id: 1001, name: 'Asha', number: '9100001001', sip: 'asha', countryCode: '91', skills: [{ skillId: 1, level: 5 }] }],
-    },
-  ],
-  users: [
-    { id: 1, username: 'acme-admin', password: 's3cret-admin', name: 'Acme Admin', email: 'admin@acme.test', number: '9100000001', admin: true, services: [101] },
-    { id: 2, username: 'asha', password: 's3cret-asha', name: 'Asha', agentId: 1001, services: [101] },
-  ],
-};
+/** The contract's example document (CONTRACT section 3). */
+const EXAMPLE_DOCUMENT = path.resolve(import.meta.dirname, '../../examples/provisioning.json');
 
 const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
 const admin = basic('acme-admin', 's3cret-admin');
@@ -60,6 +43,7 @@ interface Scenario {
   server: Server;
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
+  alternate?: string[];
   headers?: Record<string, string>;
   body?: string;
   /** What the numbers mean, printed under the table. */
@@ -71,6 +55,16 @@ const scenarios: Scenario[] = [
   { name: 'bare /ping', server: 'bare', method: 'GET', path: '/ping', note: 'fastify with one route, no plugins: the ceiling of this machine' },
   { name: 'GET /api/v1/ping', server: 'platform', method: 'GET', path: '/api/v1/ping', headers: admin, note: 'Basic auth (cached verification), read-your-writes check, route pipeline' },
   { name: 'GET /api/v1/user', server: 'platform', method: 'GET', path: '/api/v1/user', headers: admin, note: 'as above plus a read-model lookup and a SHA-256 of the stored hash' },
+  {
+    name: 'PATCH /api/v1/agents (break toggle)',
+    server: 'platform',
+    method: 'PATCH',
+    path: '/api/v1/agents?break=1&agent-number=9100001001',
+    alternate: ['/api/v1/agents?break=0&agent-number=9100001001'],
+    headers: admin,
+    note: 'a command: agent lookup, load + decide + durable append (one contended stream), wait for the projection',
+  },
+  { name: 'GET /api/v1/dashboard', server: 'platform', method: 'GET', path: '/api/v1/dashboard?svc-id=101', headers: admin, note: 'service, agents, call stats and queue read models assembled' },
 ];
 
 const envInt = (name: string, dflt: number) => {
@@ -99,8 +93,7 @@ async function startBare(): Promise<{ url: string; close: () => Promise<void> }>
 
 async function startPlatform(): Promise<{ url: string; close: () => Promise<void> }> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ct-bench-'));
-  const provisionFile = path.join(dataDir, 'provisioning.json');
-  writeFileSync(provisionFile, JSON.stringify(exampleDocument));
+  const provisionFile = EXAMPLE_DOCUMENT;
   const config = loadConfig({
     HOST: '127.0.0.1',
     PORT: '0',
@@ -146,7 +139,7 @@ async function httpSuite(): Promise<string> {
     servers.platform = await startPlatform();
     process.stdout.write(`${connections} connections, ${durationMs / 1000} s per scenario (+${warmupMs / 1000} s warm-up)\n`);
     for (const scenario of chosen) {
-      const target: LoadTarget = { url: servers[scenario.server]!.url, method: scenario.method, path: scenario.path, headers: scenario.headers, body: scenario.body };
+      const target: LoadTarget = { url: servers[scenario.server]!.url, method: scenario.method, path: scenario.path, alternate: scenario.alternate, headers: scenario.headers, body: scenario.body };
       if (warmupMs > 0) await load(target, { connections, durationMs: warmupMs });
       const result = await load(target, { connections, durationMs });
       results.push({ scenario, result });
@@ -186,7 +179,46 @@ interface Suite {
   run(): Promise<string>;
 }
 
-const suites: Suite[] = [{ name: 'http', run: httpSuite }];
+const f1 = (n: number) => fmt(n, 1);
+
+const suites: Suite[] = [
+  { name: 'http', run: httpSuite },
+  {
+    name: 'calls',
+    run: async () => {
+      const r = await benchCalls({ calls: envInt('BENCH_CALLS', 400), inFlight: 20 });
+      return `${table([
+        ['complete simulated calls', 'calls', 'answered', 'seconds', 'calls/s', 'p50 ms', 'p99 ms'],
+        ['POST /calls -> rung, answered, bridged, hung up, recorded', fmt(r.calls), fmt(r.answered), f1(r.seconds), f1(r.callsPerSecond), f1(r.p50Ms), f1(r.p99Ms)],
+      ])}\n  20 calls at once, one free agent each; latency from the POST to CallEnded\n`;
+    },
+  },
+  {
+    name: 'socket',
+    run: async () => {
+      const r = await benchSocketFanout({ clients: 1000 });
+      return `${table([
+        ['socket fan-out (1,000 clients)', 'events', 'deliveries/s', 'events/s', 'p50 ms', 'p99 ms', 'append p50 ms'],
+        ['burst', fmt(r.burst.events), fmt(r.burst.deliveriesPerSecond), fmt(r.burst.eventsPerSecond), '', '', ''],
+        [`paced ${r.paced.rate}/s`, fmt(r.paced.events), '', '', f1(r.paced.p50Ms), f1(r.paced.p99Ms), f1(r.paced.appendP50Ms)],
+      ])}\n  latency from the append to receipt by every client; slow-client disconnects: ${r.slowDisconnects}\n`;
+    },
+  },
+  {
+    name: 'webhooks',
+    run: async () => {
+      const r = await benchWebhooks({ calls: 1000 });
+      return `${table([['webhook deliveries', 'per second', 'p50 ms', 'p99 ms'], [r.name, f1(r.perSecond), f1(r.p50), f1(r.p99)]])}\n  signed POSTs to a local receiver, from the CallEnded append to receipt\n`;
+    },
+  },
+  {
+    name: 'dialer',
+    run: async () => {
+      const r = await benchDialerIngest();
+      return `${table([['dialer ingest', 'rows', 'seconds', 'peak RSS MiB'], ['100,000-row xlsx through readContacts', fmt(r.rows), fmt(r.seconds, 2), fmt(r.peakRssMiB)]])}\n`;
+    },
+  },
+];
 
 async function main() {
   const only = process.env.BENCH_SUITES?.split(',').map((s) => s.trim()).filter(Boolean);
