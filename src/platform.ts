@@ -68,9 +68,9 @@ export function openReadStore(config: Config, now: () => number): ReadStore {
   return new SqliteReadStore(path.join(config.dataDir, 'read.db'), now);
 }
 
-export function openJobQueue(config: Config, logger?: Logger): JobQueue {
+export function openJobQueue(config: Config, logger?: Logger, now: () => number = Date.now): JobQueue {
   if (config.redisUrl) return new BullmqJobQueue(config.redisUrl, { onError: (err) => logger?.warn({ err }, 'job queue: redis error') });
-  return new EmbeddedJobQueue(path.join(config.dataDir, 'jobs.db'));
+  return new EmbeddedJobQueue(path.join(config.dataDir, 'jobs.db'), { now });
 }
 
 export async function createPlatform(config: Config, options: { logger?: Logger; now?: () => number; sms?: SmsGateway; queue?: JobQueue } = {}): Promise<Platform> {
@@ -78,7 +78,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   const now = options.now ?? Date.now;
   const events = openEventStore(config, now);
   const reads = openReadStore(config, now);
-  const queue = options.queue ?? openJobQueue(config, logger);
+  const queue = options.queue ?? openJobQueue(config, logger, now);
   const runner = config.roles.has('projector') ? new ProjectionRunner(events, reads, projections, { logger }) : null;
   const sync = runner ? localReadSync(events, runner) : remoteReadSync(events, reads, projections.map((p) => p.name));
   const signer = new RecordingSigner(await loadSigningKey(events), config.publicBaseUrl);

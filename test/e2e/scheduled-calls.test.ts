@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../support/server.js';
 import { teamDoc } from '../support/fixtures.js';
 import { eventually } from '../support/wait.js';
+import { testClock } from '../support/clock.js';
 
 async function scheduleStream(s: TestServer, number: string) {
   const all = await s.platform.ctx.events.readAll({ after: 0, maxCount: 1_000_000 });
@@ -16,8 +17,9 @@ const placedCalls = async (s: TestServer, number: string) =>
 
 describe('scheduled calls', () => {
   let s: TestServer;
+  const clock = testClock();
   beforeAll(async () => {
-    s = await startServer({ SIM_ANSWER_MS: '20', SIM_RING_TIMEOUT_MS: '100', SCHEDULE_RETRY_S: '0' });
+    s = await startServer({ SIM_ANSWER_MS: '20', SIM_RING_TIMEOUT_MS: '100', SCHEDULE_RETRY_S: '0' }, { now: clock.now });
     expect((await s.ops('/ops/v1/provisioning', { method: 'PUT', json: teamDoc() })).status).toBe(200);
     await s.api('/api/v1/agents?status=0&agent-number=9100001001', { method: 'PATCH' });
   });
@@ -25,19 +27,25 @@ describe('scheduled calls', () => {
     await s.stop();
   });
 
-  it('answers Success at once and places the call at its time, not before', async () => {
-    const at = Date.now() + 1500;
+  it('answers Success at once and places the call at its time (a controllable clock), not before', async () => {
+    const at = clock.now() + 3_600_000;
     const res = await s.api('/api/v1/calls', { method: 'POST', form: { number: '9876511111', 'schedule-time': String(at) } });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
     expect(await res.text()).toBe('Success');
+    // The job is in the queue, due in an hour of the platform's clock.
+    const scheduleId = (await scheduleStream(s, '9876511111'))[0]!.streamId.slice('schedule-'.length);
+    const job = await eventually(async () => s.platform.ctx.queue.getJob('scheduled-call', `${scheduleId}:1`), 'the job queued');
+    expect(job.state).toBe('delayed');
     expect(await placedCalls(s, '9876511111')).toHaveLength(0);
+    clock.advance(3_600_000);
     const [call] = await eventually(async () => {
       const c = await placedCalls(s, '9876511111');
       return c.length ? c : null;
     }, 'the scheduled call placed');
-    expect(call!.time).toBeGreaterThanOrEqual(at);
-    expect(call!.time).toBeLessThan(at + 1000);
+    const placedAt = (call!.data as { time: number }).time;
+    expect(placedAt).toBeGreaterThanOrEqual(at);
+    expect(placedAt).toBeLessThan(at + 1000);
     expect(call!.data).toMatchObject({ direction: 'Outbound', origin: 'schedule' });
   });
 

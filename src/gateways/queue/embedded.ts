@@ -39,6 +39,8 @@ export interface EmbeddedQueueOptions {
   pollMs?: number;
   /** How long a running job's lease lasts without renewal; a crashed run is retried after it. Default 30 s. */
   leaseMs?: number;
+  /** The clock due times are read on (the platform's, so tests can move it). Default Date.now. */
+  now?: () => number;
 }
 
 class QueueWorker {
@@ -59,12 +61,14 @@ export class EmbeddedJobQueue implements JobQueue {
   private readonly running = new Map<string, Set<string>>();
   private readonly pollMs: number;
   private readonly leaseMs: number;
+  private readonly now: () => number;
   private heartbeat: NodeJS.Timeout | null = null;
   private closed = false;
   private readonly stmts;
 
   constructor(file: string, options: EmbeddedQueueOptions = {}) {
     this.pollMs = options.pollMs ?? 250;
+    this.now = options.now ?? Date.now;
     this.leaseMs = options.leaseMs ?? 30_000;
     // FULL: an acknowledged enqueue survives power loss / kill -9.
     this.db = openSqlite(file, 'FULL');
@@ -112,13 +116,13 @@ export class EmbeddedJobQueue implements JobQueue {
       renew: this.db.prepare(`UPDATE jobs SET locked_until = ? WHERE queue = ? AND id = ? AND lock_token = ?`),
       prune: this.db.prepare(`DELETE FROM jobs WHERE state = 'completed' AND finished_at < ?`),
     };
-    this.stmts.prune.run(Date.now() - COMPLETED_RETENTION_MS);
+    this.stmts.prune.run(this.now() - COMPLETED_RETENTION_MS);
   }
 
   async enqueue<P>(queue: string, job: EnqueueOptions<P>): Promise<void> {
     checkEnqueue(queue, job);
     if (this.closed) throw new Error('job queue is closed');
-    const now = Date.now();
+    const now = this.now();
     this.stmts.insert.run(queue, job.id, JSON.stringify(job.payload ?? null), firstRunAt(job, now), JSON.stringify(job.backoffMs ?? []), now);
     this.kick(this.workers.get(queue), job.runAt !== undefined || job.delayMs !== undefined ? Math.max(0, firstRunAt(job, now) - now) : 0);
   }
@@ -139,7 +143,7 @@ export class EmbeddedJobQueue implements JobQueue {
   async getJob<P = unknown>(queue: string, id: string): Promise<JobInfo<P> | null> {
     const row = this.stmts.get.get(queue, id);
     if (!row) return null;
-    const state = row.state === 'waiting' && row.run_at > Date.now() ? 'delayed' : row.state;
+    const state = row.state === 'waiting' && row.run_at > this.now() ? 'delayed' : row.state;
     return { queue, id, payload: JSON.parse(row.payload) as P, state, attempts: row.attempts, lastError: row.last_error };
   }
 
@@ -183,7 +187,7 @@ export class EmbeddedJobQueue implements JobQueue {
     }
     if (worker.scheduled) return;
     // A later wake-up replaces an earlier one only when it is sooner.
-    const at = Date.now() + delay;
+    const at = this.now() + delay;
     const w = worker as QueueWorker & { timerAt?: number };
     if (w.timer && w.timerAt !== undefined && w.timerAt <= at) return;
     if (w.timer) clearTimeout(w.timer);
@@ -200,7 +204,7 @@ export class EmbeddedJobQueue implements JobQueue {
     try {
       const free = worker.concurrency - worker.active.size;
       if (free > 0) {
-        const now = Date.now();
+        const now = this.now();
         // A claim need not survive power loss: a lost claim leaves the job waiting, which is what a
         // crash mid-run amounts to anyway. Every other write is synced (FULL), and a synced commit
         // makes the WAL durable up to it, claims included.
@@ -219,7 +223,7 @@ export class EmbeddedJobQueue implements JobQueue {
       }
       if (worker.active.size < worker.concurrency) {
         const next = this.stmts.next.get(worker.name)?.t ?? null;
-        const until = next === null ? this.pollMs : Math.min(this.pollMs, Math.max(1, next - Date.now()));
+        const until = next === null ? this.pollMs : Math.min(this.pollMs, Math.max(1, next - this.now()));
         this.kick(worker, until);
       }
     } catch (err) {
@@ -244,7 +248,7 @@ export class EmbeddedJobQueue implements JobQueue {
         outcome = { ok: false, err };
       }
       await this.writeSoon(() => {
-        const now = Date.now();
+        const now = this.now();
         if (outcome.ok) {
           this.stmts.complete.run(now, row.queue, row.id, this.token);
         } else {
@@ -289,7 +293,7 @@ export class EmbeddedJobQueue implements JobQueue {
 
   private renewLeases() {
     if (this.closed || !this.db.open) return;
-    const until = Date.now() + this.leaseMs;
+    const until = this.now() + this.leaseMs;
     for (const [queue, ids] of this.running) for (const id of ids) this.stmts.renew.run(until, queue, id, this.token);
   }
 }
