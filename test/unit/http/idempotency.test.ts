@@ -1,5 +1,8 @@
 /** Idempotency-Key on POST (CONTRACT section 2). */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import pino from 'pino';
 import { idempotent } from '../../../src/http/idempotency.js';
 import { render } from '../../../src/http/route.js';
@@ -23,6 +26,30 @@ describe('idempotent()', () => {
       },
     });
   const ctxWith = (reads: ReadStore, now: () => number = Date.now) => ({ reads, now, logger: pino({ level: 'silent' }) }) as unknown as Context;
+
+  it('runs a key once across processes sharing the read store (a claim in the store)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ct-idem-'));
+    try {
+      // Two module instances: two processes' in-memory state, one read-store file.
+      const first = (await import('../../../src/http/idempotency.js')).idempotent;
+      vi.resetModules();
+      const second = (await import('../../../src/http/idempotency.js')).idempotent;
+      expect(second).not.toBe(first);
+      const a = ctxWith(slowReads(new SqliteReadStore(path.join(dir, 'read.db'))));
+      const b = ctxWith(slowReads(new SqliteReadStore(path.join(dir, 'read.db'))));
+      let runs = 0;
+      const run = async () => {
+        runs++;
+        await new Promise((r) => setTimeout(r, 30));
+        return render({ n: runs });
+      };
+      const answers = await Promise.all([first(a, 'u1|POST /x', 'k', run), second(b, 'u1|POST /x', 'k', run)]);
+      expect(runs).toBe(1);
+      expect(answers[0]!.payload).toBe(answers[1]!.payload);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it('runs concurrent requests with one key once, even when the store answers slowly', async () => {
     const reads = new SqliteReadStore(':memory:');
