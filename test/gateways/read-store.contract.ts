@@ -70,6 +70,23 @@ export function readStoreContract(name: string, factory: ReadStoreFactory) {
       expect(await names({ svcId: 999 })).toEqual([]);
     });
 
+    it('find keeps booleans apart from the numbers 1 and 0', async () => {
+      await store.commit(
+        [
+          { collection: 'flags', id: 'a', doc: { name: 'bool', v: true } },
+          { collection: 'flags', id: 'b', doc: { name: 'one', v: 1 } },
+          { collection: 'flags', id: 'c', doc: { name: 'zero', v: 0 } },
+          { collection: 'flags', id: 'd', doc: { name: 'false', v: false } },
+        ],
+        {},
+      );
+      const names = async (v: boolean | number) => (await store.find('flags', { v })).map((d) => d.name);
+      expect(await names(true)).toEqual(['bool']);
+      expect(await names(1)).toEqual(['one']);
+      expect(await names(false)).toEqual(['false']);
+      expect(await names(0)).toEqual(['zero']);
+    });
+
     it('find orders by a field in either direction and limits the result', async () => {
       await seedAgents();
       const asc = await store.find('agents', { svcId: 101 }, { orderBy: { field: 'since' } });

@@ -53,10 +53,18 @@ export class SqliteReadStore implements ReadStore {
     for (const f of fields) if (!FIELD.test(f)) throw new Error(`bad field name ${f}`);
     const order = options.orderBy;
     if (order && !FIELD.test(order.field)) throw new Error(`bad field name ${order.field}`);
-    const key = JSON.stringify([fields, order?.field, order?.direction, options.limit !== undefined]);
+    const kinds = fields.map((f) => kindOf(where[f]!));
+    const key = JSON.stringify([fields, kinds, order?.field, order?.direction, options.limit !== undefined]);
     let stmt = this.findCache.get(key);
     if (!stmt) {
-      const conds = fields.map((f) => `json_extract(data, '$.${f}') IS ?`);
+      // json_extract gives 1/0 for JSON booleans: the JSON type keeps true apart from 1.
+      const conds = fields.map((f, i) =>
+        kinds[i] === 'boolean'
+          ? `json_type(data, '$.${f}') = ?`
+          : kinds[i] === 'number'
+            ? `json_extract(data, '$.${f}') IS ? AND json_type(data, '$.${f}') IN ('integer', 'real')`
+            : `json_extract(data, '$.${f}') IS ?`,
+      );
       const sql =
         `SELECT data FROM docs WHERE collection = ? AND (expires_at IS NULL OR expires_at > ?)` +
         conds.map((c) => ` AND ${c}`).join('') +
@@ -109,8 +117,12 @@ export class SqliteReadStore implements ReadStore {
   }
 }
 
-// json_extract yields 1/0 for JSON booleans.
+function kindOf(v: Scalar): 'boolean' | 'number' | 'other' {
+  return typeof v === 'boolean' ? 'boolean' : typeof v === 'number' ? 'number' : 'other';
+}
+
+/** A boolean is matched by its JSON type name ('true' / 'false'). */
 function toSql(v: Scalar): string | number | null {
-  if (typeof v === 'boolean') return v ? 1 : 0;
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
   return v;
 }
