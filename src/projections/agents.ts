@@ -44,6 +44,8 @@ export const agentsProjection: Projection<AgentDoc> = {
       return { ...base, userId: (e.data as UserProvisionedData).userId };
     }
     const { userId = null, ...state } = doc ?? { ...initialAgentState(), userId: null };
-    return { ...evolveAgent(state as AgentState, { type: e.type, data: e.data } as AgentEvent), userId };
+    const next = evolveAgent(state as AgentState, { type: e.type, data: e.data } as AgentEvent);
+    // Until the first state change, the record's `time` is when the agent was provisioned.
+    return { ...next, time: next.time || e.time, userId };
   },
 };

@@ -37,6 +37,7 @@ describe('agents and the dashboard over HTTP', () => {
       bind_count: 0,
       customer_bound_trunk: null,
     });
+    expect(asha.time).toBeGreaterThan(Date.now() - 60_000);
     const own = await (await s.api('/api/v1/agents', { auth: BALA })).json();
     expect(own.map((a: { id: number }) => a.id)).toEqual([1002]);
     expect((await s.api('/api/v1/agents?svc-id=202')).status).toBe(403);
