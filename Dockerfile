@@ -1,5 +1,7 @@
 # The platform image used by docker-compose.yml; ROLES picks what a container runs.
 FROM node:20-bookworm-slim AS build
+# better-sqlite3 compiles from source when no prebuilt binary matches.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
