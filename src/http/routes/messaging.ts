@@ -24,7 +24,7 @@ export const messagingRoutes: RouteRegistrar = (app, ctx) => {
       message: { type: 'string', required: true, minLength: 1, maxLength: 1600 },
       'service-id': { type: 'integer', required: true, min: 1 },
       'country-code': { type: 'string', maxLength: 8 },
-      'call-txn-id': { type: 'uuid' },
+      'call-txn-id': { type: 'string', maxLength: 100, description: 'call transaction id of an associated call' },
       tries: { type: 'integer', min: 1, max: 5 },
     },
     handler: async ({ p, user }) => {
