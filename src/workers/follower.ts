@@ -7,6 +7,8 @@ import type { Context } from '../context.js';
 import type { RecordedEvent, Subscription } from '../gateways/event-store/port.js';
 
 export interface Follower {
+  /** Position of the last event read (handled, or not wanted). */
+  readonly position: number;
   stop(): Promise<void>;
 }
 
@@ -17,9 +19,24 @@ export async function follow(ctx: Context, name: string, types: string[], handle
   let stopped = false;
   const sub: Subscription = ctx.events.subscribeToAll({ after: position });
   let saving: Promise<void> = Promise.resolve();
+  let saveQueued = false;
+  let saved = position;
   const save = () => {
-    // Coalesced: at most one checkpoint write in flight, always the latest position.
-    saving = saving.then(() => ctx.reads.commit([], { [checkpointName]: position }));
+    // Coalesced: at most one write waiting behind the one in flight, and it writes the latest position.
+    if (saveQueued) return;
+    saveQueued = true;
+    saving = saving.then(async () => {
+      saveQueued = false;
+      if (position <= saved) return;
+      const at = position;
+      try {
+        await ctx.reads.commit([], { [checkpointName]: at });
+        saved = at;
+      } catch (err) {
+        // Not fatal: a later save writes a later position; a crash meanwhile replays a little more.
+        ctx.logger.warn({ err, worker: name }, 'could not store the worker checkpoint');
+      }
+    });
   };
   const loop = (async () => {
     try {
@@ -47,6 +64,9 @@ export async function follow(ctx: Context, name: string, types: string[], handle
     }
   })();
   return {
+    get position() {
+      return position;
+    },
     async stop() {
       stopped = true;
       sub.close();

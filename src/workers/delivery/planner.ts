@@ -10,8 +10,9 @@
  * subscribers, which matters only if they changed between the event and its replay.
  */
 import type { Context } from '../../context.js';
-import type { RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
-import { isLegEvent, maskSelects, toSocketEvent, type CallEndedData, type LegEventData, type LegEventType } from '../../domain/call-events.js';
+import type { RecordedEvent } from '../../gateways/event-store/port.js';
+import { follow, type Follower } from '../follower.js';
+import { LEG_EVENT_TYPES, isLegEvent, maskSelects, toSocketEvent, type CallEndedData, type LegEventData, type LegEventType } from '../../domain/call-events.js';
 import { streams } from '../../domain/streams.js';
 import { deliveryIds, type DeliveryRequestedData } from '../../commands/delivery/delivery.js';
 import type { ServiceDoc } from '../../projections/services.js';
@@ -44,70 +45,27 @@ export function subscriberWants(sub: SubscriberDoc, type: LegEventType, agentId:
   return subAgent === 0 || subAgent === agentId;
 }
 
+/** What the planner reacts to. */
+const PLANNED_TYPES = ['CallEnded', ...LEG_EVENT_TYPES, 'DeliveryRequested', 'DeliveryRedeliveryRequested'];
+
 export class DeliveryPlanner {
-  private subscription: Subscription | null = null;
-  private loop: Promise<void> | null = null;
-  private stopped = false;
-  private handled = 0;
-  private committed = 0;
+  private follower: Follower | null = null;
 
   constructor(private readonly ctx: Context) {}
 
   /** Position of the last event handled. */
   get position(): number {
-    return this.handled;
+    return this.follower?.position ?? 0;
   }
 
   async start(): Promise<void> {
-    this.handled = this.committed = await this.ctx.reads.checkpoint(PLANNER_CHECKPOINT);
-    this.subscription = this.ctx.events.subscribeToAll({ after: this.handled });
-    this.loop = this.consume(this.subscription);
+    this.follower = await follow(this.ctx, PLANNER_CHECKPOINT, PLANNED_TYPES, async (e) => {
+      await this.handle(e);
+    });
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.subscription?.close();
-    await this.loop;
-    await this.saveCheckpoint().catch(() => {});
-  }
-
-  private async consume(sub: Subscription) {
-    let sinceCommit = 0;
-    try {
-      for await (const event of sub) {
-        const didWork = await this.handleWithRetry(event);
-        if (this.stopped && didWork === null) break;
-        this.handled = event.position;
-        sinceCommit++;
-        if (didWork || sinceCommit >= 200) {
-          await this.saveCheckpoint();
-          sinceCommit = 0;
-        }
-      }
-    } catch (err) {
-      if (!this.stopped) this.ctx.logger.error({ err }, 'delivery planner stopped: event subscription failed');
-    }
-  }
-
-  private async saveCheckpoint() {
-    if (this.handled > this.committed) {
-      const position = this.handled;
-      await this.ctx.reads.commit([], { [PLANNER_CHECKPOINT]: position });
-      this.committed = position;
-    }
-  }
-
-  /** true: work was done; false: nothing to do; null: gave up because the planner is stopping. */
-  private async handleWithRetry(event: RecordedEvent): Promise<boolean | null> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.handle(event);
-      } catch (err) {
-        if (this.stopped) return null;
-        this.ctx.logger.error({ err, attempt, position: event.position, type: event.type }, 'delivery planner: handling an event failed; retrying');
-        await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** attempt)));
-      }
-    }
+    await this.follower?.stop();
   }
 
   private async handle(event: RecordedEvent): Promise<boolean> {
