@@ -85,8 +85,13 @@ describe('the progressive dialer', () => {
     const status = async () => (await (await s.api('/api/v1/dashboard?svc-id=101')).json()).agentsData.find((a: { id: number }) => a.id === 1001).status;
     await eventually(async () => (await status()) === '4', 'Asha in wrap-up', 10_000);
     expect(await (await s.api('/api/v1/agents-free')).json()).toEqual([]);
-    const wrapStarted = Date.now();
     await eventually(async () => (await campaigns()).find((c: { campaignId: number }) => c.campaignId === 10).dialled === 2, 'second contact dialled', 10_000);
-    expect(Date.now() - wrapStarted).toBeGreaterThan(1000);
+    // The second call was placed only once the first call's wrap-up had run out.
+    const calls = (await dialerCalls(s)).filter((c) => (c.data as { source: { campaignId: number } }).source.campaignId === 10);
+    const released = (await s.platform.ctx.events.readStream('agent-101-1001')).find(
+      (e) => e.type === 'AgentReleased' && (e.data as { xnid: string }).xnid === (calls[0]!.data as { xnid: string }).xnid,
+    )!.data as { time: number; freeAt: number };
+    expect(released.freeAt - released.time).toBe(2000);
+    expect((calls[1]!.data as { time: number }).time).toBeGreaterThanOrEqual(released.freeAt);
   });
 });
