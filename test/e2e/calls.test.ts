@@ -166,6 +166,16 @@ describe('calls on the simulated switch', () => {
     expect((await patch('number=9100001002&agent-number=9100010001')).status).toBe(200);
   });
 
+  it('a call for a named agent who does not answer ends missed instead of waiting for another agent', async () => {
+    expect((await patch('number=9100010001&agent-number=9100001002')).status).toBe(200); // busy number
+    await setAgents({ '9100010001': 'status=0' });
+    const xnid = await place({ number: '9876543210', 'agent-sip': 'bala', 'agent-dial-first': 'false' });
+    const events = await ended(s, xnid);
+    expect(legTypes(events)).toEqual(['CustomerRing', 'CustomerUp', 'AgentRing', 'AgentHangup', 'CustomerHangup']);
+    expect((events.at(-1)!.data as any).disposition).toBe('missed');
+    expect((await patch('number=9100001002&agent-number=9100010001')).status).toBe(200);
+  });
+
   it('blind and attended transfer ring the target on the same call', async () => {
     for (const type of ['BLIND', 'ATTENDED']) {
       await idle();

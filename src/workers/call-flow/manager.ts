@@ -358,6 +358,12 @@ export class CallFlow {
       this.sw.hangup(a.customerLeg!);
       return;
     }
+    if (!leg.talked && leg.purpose === 'primary' && leg.agentId === a.started.namedAgentId) {
+      // The call was for this agent only: it ends when that agent does not answer.
+      a.ending = true;
+      this.sw.hangup(a.customerLeg!);
+      return;
+    }
     if (!leg.talked) a.tried.add(leg.agentId);
     if (customer.phase === 'up') await this.offerNext(a);
   }
