@@ -108,7 +108,8 @@ export const inIvrProjection: Projection = {
       const d = e.data as CallStartedData;
       return d.direction === 'Inbound' && !d.blocked ? [d.xnid] : [];
     }
-    return e.type === 'CallQueued' || e.type === 'CallBridged' || e.type === 'CallEnded' ? [xnidOf(e)!] : [];
+    // The IVR is done with a caller once the caller waits in a queue, is offered to an agent, or is gone.
+    return e.type === 'CallQueued' || e.type === 'AgentRing' || e.type === 'CallBridged' || e.type === 'CallEnded' ? [xnidOf(e)!] : [];
   },
   evolve: (_doc, e) => (e.type === 'CallStarted' ? { svcId: (e.data as CallStartedData).svcId } : null),
 };

@@ -116,8 +116,11 @@ describe('calls on the simulated switch', () => {
   it('inbound: IVR digits ride on every event, the longest-free agent answers', async () => {
     await setAgents({ '9100001002': 'status=0' });
     await idle();
+    const before = (await (await s.api('/api/v1/dashboard?svc-id=101')).json()).callStats;
     const xnid = await inbound('9811111111', '12');
     await reached(s, xnid, 'CallBridged');
+    const stats = (await (await s.api('/api/v1/dashboard?svc-id=101')).json()).callStats;
+    expect(stats).toEqual({ totalCalls: before.totalCalls + 1, ibCalls: before.ibCalls + 1, obCalls: before.obCalls, inIvr: 0 });
     const events = await callEvents(s, xnid);
     const bridged = events.find((e) => e.type === 'CallBridged')!.data as any;
     expect(bridged.agentId).toBe(1001); // logged in (free) before Bala
