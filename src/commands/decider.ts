@@ -3,7 +3,7 @@
  * append with the expected revision. A conflict means someone else wrote first; the command is
  * decided again on fresh state (deciders are pure, so that is always safe for them).
  */
-import type { EventStore, NewEvent, RecordedEvent } from '../gateways/event-store/port.js';
+import type { EventStore, ExpectedRevision, NewEvent, RecordedEvent } from '../gateways/event-store/port.js';
 import { WrongExpectedRevisionError } from '../gateways/event-store/port.js';
 import { unavailable } from '../domain/errors.js';
 
@@ -35,6 +35,19 @@ export function fold<S, E extends DomainEvent>(decider: Pick<Decider<unknown, S,
 }
 
 export const toDomain = <E extends DomainEvent>(e: RecordedEvent): E => ({ type: e.type, data: e.data }) as E;
+
+/** The revision to expect when appending after these events. */
+export const expectedAfter = (recorded: RecordedEvent[]): ExpectedRevision => (recorded.length ? recorded[recorded.length - 1]!.revision : 'no_stream');
+
+/** A stream folded into state, with the revision to expect when appending after it. */
+export async function loadAggregate<S, E extends DomainEvent>(
+  store: EventStore,
+  streamId: string,
+  decider: Pick<Decider<unknown, S, E>, 'initialState' | 'evolve'>,
+): Promise<{ state: S; expected: ExpectedRevision }> {
+  const recorded = await store.readStream(streamId);
+  return { state: fold(decider, recorded.map((e) => toDomain<E>(e))), expected: expectedAfter(recorded) };
+}
 
 export interface HandleOptions<E> {
   /** Attempts before giving up on repeated conflicts. */

@@ -1,10 +1,6 @@
 /** Phone numbers: 6 to 15 digits with an optional leading + (CONTRACT section 8). */
 export const PHONE_RE = /^\+?\d{6,15}$/;
 
-export function isPhoneNumber(s: string): boolean {
-  return PHONE_RE.test(s);
-}
-
 /** Digits only, for comparing numbers given with and without +. */
 export function normalizePhone(s: string): string {
   return s.startsWith('+') ? s.slice(1) : s;

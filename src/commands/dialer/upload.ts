@@ -3,6 +3,7 @@
  * the drop of contacts not yet dialled, all in one transaction: a refused or interrupted upload
  * stores nothing.
  */
+import { expectedAfter } from '../decider.js';
 import type { Context } from '../../context.js';
 import { WrongExpectedRevisionError, type NewEvent } from '../../gateways/event-store/port.js';
 import { streams } from '../../domain/streams.js';
@@ -45,7 +46,7 @@ export async function uploadCampaign(ctx: Context, u: Upload): Promise<number> {
       events.push({ type: 'CampaignContactsAdded', data: { ...ids, uploadNo, contacts } });
     }
     try {
-      const r = await ctx.events.appendToStream(streamId, events, { expectedRevision: recorded.length ? recorded[recorded.length - 1]!.revision : 'no_stream' });
+      const r = await ctx.events.appendToStream(streamId, events, { expectedRevision: expectedAfter(recorded) });
       return r.position;
     } catch (err) {
       if (!(err instanceof WrongExpectedRevisionError)) throw err;

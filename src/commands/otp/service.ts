@@ -3,8 +3,8 @@ import { randomInt, randomUUID } from 'node:crypto';
 import type { Context } from '../../context.js';
 import type { StreamAppend } from '../../gateways/event-store/port.js';
 import { WrongExpectedRevisionError } from '../../gateways/event-store/port.js';
-import { fold, toDomain, toNew } from '../decider.js';
-import { otpDecider, sendRetryAfter, type OtpEvent } from './otp.js';
+import { loadAggregate, toNew } from '../decider.js';
+import { otpDecider, sendRetryAfter } from './otp.js';
 import type { SmsEvent } from '../sms/sms.js';
 import { streams } from '../../domain/streams.js';
 import { AppError, invalid, unavailable } from '../../domain/errors.js';
@@ -13,11 +13,7 @@ import { hashPassword, verifyPassword } from '../../domain/password.js';
 const OTP_RE = /^\d{6}$/;
 
 async function load(ctx: Context, svcId: number, number: string) {
-  const recorded = await ctx.events.readStream(streams.otp(svcId, number));
-  return {
-    state: fold(otpDecider, recorded.map((e) => toDomain<OtpEvent>(e))),
-    expected: recorded.length ? recorded[recorded.length - 1]!.revision : ('no_stream' as const),
-  };
+  return loadAggregate(ctx.events, streams.otp(svcId, number), otpDecider);
 }
 
 /** Issues a new code (replacing any previous one), sends it by SMS and returns it. */

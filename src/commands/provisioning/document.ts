@@ -1,7 +1,6 @@
 /** The provisioning document of CONTRACT section 3: schema, and checks a schema cannot express. */
 import { Ajv, type ErrorObject } from 'ajv';
 import { invalid } from '../../domain/errors.js';
-import { isPhoneNumber } from '../../domain/phone.js';
 
 export interface ProvisioningDocument {
   services: Array<{

@@ -32,7 +32,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { PHONE_RE } from '../../domain/phone.js';
 import { csvRows } from './csv.js';
-import { type Cell, invalid, SpreadsheetError, tooLarge } from './errors.js';
+import { type Cell, invalid, tooLarge } from './errors.js';
 import { DEFAULT_XLSX_LIMITS, xlsxRows } from './xlsx.js';
 
 export { SpreadsheetError } from './errors.js';

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { Context } from '../../context.js';
 import type { RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
 import type { Switch, SwitchSignal } from '../../gateways/switch/port.js';
-import { fold, handleCommand, toDomain } from '../../commands/decider.js';
+import { handleCommand, loadAggregate } from '../../commands/decider.js';
 import { activeLegs, callDecider, type CallCommand, type CallEvent, type CallStartedData, type CallState } from '../../commands/call/call.js';
 import { agentDecider, type AgentCommand, type AgentState } from '../../commands/agent/agent.js';
 import { streams } from '../../domain/streams.js';
@@ -466,7 +466,7 @@ export class CallFlow {
   private async recover() {
     const open = await this.ctx.reads.find<CallDoc>('calls', { ended: false });
     for (const doc of open) {
-      const state = fold(callDecider, (await this.ctx.events.readStream(streams.call(doc.xnid))).map((e) => toDomain<CallEvent>(e)));
+      const { state } = await loadAggregate(this.ctx.events, streams.call(doc.xnid), callDecider);
       if (!state.started || state.ended) continue;
       for (const agent of await serviceAgents(this.ctx, state.started.svcId)) {
         if (agent.call?.xnid === doc.xnid) {

@@ -7,8 +7,8 @@
 import type { Context } from '../../context.js';
 import { PermanentJobError, errorMessage, type Job } from '../../gateways/queue/port.js';
 import type { NewEvent } from '../../gateways/event-store/port.js';
-import { fold, toDomain } from '../../commands/decider.js';
-import { deliveryInitialState, evolveDelivery, type DeliveryEvent, type DeliveryRequestedData } from '../../commands/delivery/delivery.js';
+import { loadAggregate } from '../../commands/decider.js';
+import { deliveryInitialState, evolveDelivery, type DeliveryRequestedData } from '../../commands/delivery/delivery.js';
 import { streams } from '../../domain/streams.js';
 import { signedHeaders } from '../../gateways/http-delivery/signing.js';
 import { postJson, type HttpPoster } from '../../gateways/http-delivery/post.js';
@@ -41,7 +41,7 @@ export function deliveryHandler(ctx: Context, post: HttpPoster = postJson) {
   return async (job: Job<DeliveryJob>): Promise<void> => {
     const { deliveryId, round } = job.payload;
     const streamId = streams.delivery(deliveryId);
-    const state = fold({ initialState: deliveryInitialState, evolve: evolveDelivery }, (await ctx.events.readStream(streamId)).map((e) => toDomain<DeliveryEvent>(e)));
+    const { state } = await loadAggregate(ctx.events, streamId, { initialState: deliveryInitialState, evolve: evolveDelivery });
     const req = state.request;
     if (!req || state.status !== 'pending' || state.round !== round) return;
 

@@ -12,8 +12,8 @@
 import type { Context } from '../../context.js';
 import type { RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
 import { WrongExpectedRevisionError } from '../../gateways/event-store/port.js';
-import { fold, handleCommand, toDomain, toNew } from '../../commands/decider.js';
-import { campaignKey, contactDecider, contactStream, type CampaignEvent, type ContactEvent } from '../../commands/dialer/campaign.js';
+import { handleCommand, loadAggregate, toNew } from '../../commands/decider.js';
+import { campaignKey, contactDecider, contactStream, type CampaignEvent } from '../../commands/dialer/campaign.js';
 import type { CallEndedData } from '../../domain/call-events.js';
 import { streams } from '../../domain/streams.js';
 import type { CampaignDoc, ContactDoc } from '../../projections/campaigns.js';
@@ -109,7 +109,7 @@ export class DialerEngine {
 
   private async recoverInFlight(campaign: Campaign, contact: ContactDoc) {
     const stream = contactStream(campaign.svcId, campaign.campaignId, contact.contactId);
-    const state = fold(contactDecider, (await this.ctx.events.readStream(stream)).map((e) => toDomain<ContactEvent>(e)));
+    const { state } = await loadAggregate(this.ctx.events, stream, contactDecider);
     if (!state.inFlight) return;
     const call = await this.ctx.reads.get<CallDoc>('calls', state.inFlight);
     if (call?.ended) {
@@ -242,8 +242,7 @@ export class DialerEngine {
   private async place(campaign: Campaign, contact: Pending): Promise<boolean> {
     campaign.pending.delete(contact.contactId);
     const stream = contactStream(campaign.svcId, campaign.campaignId, contact.contactId);
-    const recorded = await this.ctx.events.readStream(stream);
-    const state = fold(contactDecider, recorded.map((e) => toDomain<ContactEvent>(e)));
+    const { state, expected } = await loadAggregate(this.ctx.events, stream, contactDecider);
     const attempt = state.attempts + 1;
     const started = await outboundCallStarted(this.ctx, {
       svcId: campaign.svcId,
@@ -261,7 +260,7 @@ export class DialerEngine {
     if (events.length === 0) return false;
     try {
       await this.ctx.events.appendToStreams([
-        { streamId: stream, events: events.map((e, i) => toNew(e, i)), expectedRevision: recorded.length ? recorded[recorded.length - 1]!.revision : 'no_stream' },
+        { streamId: stream, events: events.map((e, i) => toNew(e, i)), expectedRevision: expected },
         { streamId: streams.call(started.xnid), events: [toNew({ type: 'CallStarted', data: started }, 0)], expectedRevision: 'no_stream' },
       ]);
     } catch (err) {

@@ -8,8 +8,8 @@ import { randomUUID } from 'node:crypto';
 import type { Context } from '../../context.js';
 import type { RecordedEvent } from '../../gateways/event-store/port.js';
 import { WrongExpectedRevisionError } from '../../gateways/event-store/port.js';
-import { fold, handleCommand, toDomain, toNew } from '../../commands/decider.js';
-import { scheduleDecider, type CallScheduledData, type ScheduleEvent } from '../../commands/schedule/schedule.js';
+import { handleCommand, loadAggregate, toNew } from '../../commands/decider.js';
+import { scheduleDecider, type CallScheduledData } from '../../commands/schedule/schedule.js';
 import type { CallEndedData } from '../../domain/call-events.js';
 import type { CallStartedData } from '../../commands/call/call.js';
 import { streams } from '../../domain/streams.js';
@@ -22,8 +22,7 @@ const jobId = (id: string, attempt: number) => `${id}:${attempt}`;
 
 async function placeAttempt(ctx: Context, id: string, attempt: number) {
   for (let tries = 0; tries < 5; tries++) {
-    const recorded = await ctx.events.readStream(streams.schedule(id));
-    const state = fold(scheduleDecider, recorded.map((e) => toDomain<ScheduleEvent>(e)));
+    const { state, expected } = await loadAggregate(ctx.events, streams.schedule(id), scheduleDecider);
     const s = state.scheduled;
     if (!s || state.done || state.attempts >= attempt) return;
     const started = await outboundCallStarted(ctx, {
@@ -43,7 +42,7 @@ async function placeAttempt(ctx: Context, id: string, attempt: number) {
     if (events.length === 0) return;
     try {
       await ctx.events.appendToStreams([
-        { streamId: streams.schedule(id), events: events.map((e, i) => toNew(e, i)), expectedRevision: recorded[recorded.length - 1]!.revision },
+        { streamId: streams.schedule(id), events: events.map((e, i) => toNew(e, i)), expectedRevision: expected },
         { streamId: streams.call(started.xnid), events: [toNew({ type: 'CallStarted', data: started }, 0)], expectedRevision: 'no_stream' },
       ]);
       return;

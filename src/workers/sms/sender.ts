@@ -5,8 +5,8 @@
  * enqueue) are queued again; the id dedupes them.
  */
 import type { Context } from '../../context.js';
-import { fold, handleCommand, toDomain } from '../../commands/decider.js';
-import { smsDecider, type SmsEvent, type SmsRequestedData } from '../../commands/sms/sms.js';
+import { handleCommand, loadAggregate } from '../../commands/decider.js';
+import { smsDecider, type SmsRequestedData } from '../../commands/sms/sms.js';
 import { streams } from '../../domain/streams.js';
 import type { SmsDoc } from '../../projections/sms.js';
 
@@ -25,7 +25,7 @@ export async function startSmsSender(ctx: Context): Promise<void> {
     SMS_QUEUE,
     async (job) => {
       const stream = streams.sms(job.payload.id);
-      const state = fold(smsDecider, (await ctx.events.readStream(stream)).map((e) => toDomain<SmsEvent>(e)));
+      const { state } = await loadAggregate(ctx.events, stream, smsDecider);
       if (state.status !== 'pending' || !state.requested) return;
       const attempt = state.attempts + 1;
       const r = state.requested;
