@@ -5,8 +5,25 @@
 import type { RecordedEvent } from '../gateways/event-store/port.js';
 import type { CallStartedData } from '../commands/call/call.js';
 import type { CallEndedData, LegEventData } from '../domain/call-events.js';
-import { callStatsKey, type CallStatsDoc, type QueuedCallerDoc } from '../queries/dashboard.js';
 import type { Projection } from './projection.js';
+
+/** Calls begun on one day in the service's timezone . */
+export interface CallStatsDoc extends Record<string, unknown> {
+  totalCalls: number;
+  ibCalls: number;
+  obCalls: number;
+}
+
+/** A caller waiting in a queue . */
+export interface QueuedCallerDoc extends Record<string, unknown> {
+  svcId: number;
+  queueId: number;
+  number: string;
+  xnid: string;
+  since: number;
+}
+
+export const callStatsKey = (svcId: number, day: string) => `${svcId}-${day}`;
 
 export interface CallDoc extends Record<string, unknown> {
   xnid: string;

@@ -6,24 +6,7 @@ import { dashboardStatus, isFree } from '../commands/agent/agent.js';
 import { dayOf } from '../domain/time.js';
 import { notFound } from '../domain/errors.js';
 import { agentRecord, serviceAgents } from './agents.js';
-
-/** Calls begun on one day in the service's timezone (maintained by the calls projections). */
-export interface CallStatsDoc extends Record<string, unknown> {
-  totalCalls: number;
-  ibCalls: number;
-  obCalls: number;
-}
-
-/** A caller waiting in a queue (maintained by the calls projections). */
-export interface QueuedCallerDoc extends Record<string, unknown> {
-  svcId: number;
-  queueId: number;
-  number: string;
-  xnid: string;
-  since: number;
-}
-
-export const callStatsKey = (svcId: number, day: string) => `${svcId}-${day}`;
+import { callStatsKey, type CallStatsDoc, type QueuedCallerDoc } from '../projections/calls.js';
 
 export async function dashboard(ctx: Context, user: AuthUser, svcId: number) {
   const service = await ctx.reads.get<ServiceDoc>('services', String(svcId));
