@@ -7,14 +7,14 @@ import type { CallStartedData } from '../commands/call/call.js';
 import type { CallEndedData, LegEventData } from '../domain/call-events.js';
 import type { Projection } from './projection.js';
 
-/** Calls begun on one day in the service's timezone . */
+/** Calls begun on one day in the service's timezone. */
 export interface CallStatsDoc extends Record<string, unknown> {
   totalCalls: number;
   ibCalls: number;
   obCalls: number;
 }
 
-/** A caller waiting in a queue . */
+/** A caller waiting in a queue. */
 export interface QueuedCallerDoc extends Record<string, unknown> {
   svcId: number;
   queueId: number;
