@@ -11,6 +11,9 @@ import { AppError, unauthorized } from '../domain/errors.js';
 import { Authenticator, type AuthUser } from './auth/authenticator.js';
 import { registerErrorHandling } from './errors.js';
 import { routes } from './routes/index.js';
+import { validationError } from './params.js';
+import { errorBodySchema } from './route.js';
+import type { ErrorObject } from 'ajv';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -19,6 +22,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     operatorAuth: (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
     authenticator: Authenticator;
+    /** Every route registered (method, url, whether the document hides it): the OpenAPI test walks it. */
+    routeList: { method: string; url: string; hidden: boolean }[];
   }
 }
 
@@ -43,11 +48,15 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     bodyLimit: BODY_LIMIT,
     // Per-request lines only at debug: at info they would cost more than the requests themselves.
     logController: new LogController({ disableRequestLogging: ctx.config.logLevel !== 'debug' && ctx.config.logLevel !== 'trace' }),
-    // Parameters are validated by src/http/params.ts on the merged query+body; schemas document them.
+    // Route schemas validate the merged, already normalized parameters (src/http/route.ts): no
+    // second coercion by ajv, which would read "1e3" as an integer.
     ajv: { customOptions: { coerceTypes: false } },
+    // The contract's message names the parameter; errors.ts turns it into the error body.
+    schemaErrorFormatter: (errors) => new Error(validationError(errors as ErrorObject[]).message),
     return503OnClosing: true,
   });
-  app.setValidatorCompiler(() => () => true);
+  // Answers are rendered by src/http/route.ts; response schemas document them, they do not filter them.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   // Graceful close: a keep-alive connection whose request is in flight when close begins would
   // otherwise stay open for keepAliveTimeout after its response. Such responses say
   // `Connection: close`, so the socket ends with them and close() completes.
@@ -60,9 +69,17 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     return payload;
   });
   registerErrorHandling(app);
+  const routeList: FastifyInstance['routeList'] = [];
+  app.decorate('routeList', routeList);
+  app.addHook('onRoute', (r) => {
+    for (const method of [r.method].flat()) routeList.push({ method, url: r.url, hidden: Boolean((r.schema as { hide?: boolean } | undefined)?.hide) });
+  });
   app.decorateRequest('user', null);
 
+  app.addSchema(errorBodySchema);
   await app.register(swagger, {
+    // Shared schemas keep their names in components.schemas (ErrorBody).
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     openapi: {
       info: { title: 'cloud-telephony HTTP API', version: '1.0' },
       components: {

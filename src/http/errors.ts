@@ -13,6 +13,8 @@ export function toAppError(err: unknown): AppError | null {
   const e = err as Partial<FastifyError> & { statusCode?: number; code?: string; message?: string };
   const status = e?.statusCode;
   const code = e?.code ?? '';
+  // A route schema refused a parameter: the message (params.ts) already names it.
+  if (code === 'FST_ERR_VALIDATION' && Array.isArray((e as { validation?: unknown }).validation)) return new AppError('INVALID_PARAMETER', e.message ?? 'invalid parameters');
   if (code === 'FST_ERR_CTP_BODY_TOO_LARGE' || code === 'FST_REQ_FILE_TOO_LARGE' || status === 413) {
     return new AppError('PAYLOAD_TOO_LARGE', 'request body is over its limit');
   }

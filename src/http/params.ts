@@ -1,9 +1,12 @@
 /**
- * Route parameters: one declaration per route gives the coercion rules of CONTRACT section 2
- * (digit-string integers, true/false/1/0 booleans, query merged with a form, multipart or JSON
- * body, the body winning) and the JSON Schema the OpenAPI document shows.
+ * Route parameters: one declaration per route gives the JSON Schema that fastify validates
+ * (src/http/route.ts) and the OpenAPI document shows, so the two cannot drift. Before validation,
+ * `normalize` applies the lexical rules of CONTRACT section 2 that JSON Schema cannot express
+ * (digit-string integers, true/false/1/0 booleans, a repeated query parameter's last value, an
+ * empty value meaning absent); anything it cannot read is left as it came, for the schema to refuse.
  */
-import { invalid } from '../domain/errors.js';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { invalid, type AppError } from '../domain/errors.js';
 import { PHONE_RE } from '../domain/phone.js';
 
 export type ParamType = 'integer' | 'string' | 'boolean' | 'phone' | 'uuid' | 'epoch' | 'list';
@@ -19,6 +22,12 @@ export interface ParamSpec {
   enum?: readonly string[];
   /** For `list`: most items allowed. */
   maxItems?: number;
+  /**
+   * Where the document shows it on a POST/PUT/PATCH: `query` for a parameter clients put in the
+   * query string (validate-OTP's `otp`). Every parameter is read from anywhere regardless (CONTRACT 2).
+   */
+  in?: 'query';
+  example?: unknown;
 }
 
 export type ParamSpecs = Record<string, ParamSpec>;
@@ -35,7 +44,7 @@ export type Params<P extends ParamSpecs> = {
   [K in keyof P]: P[K]['required'] extends true ? ValueOf<P[K]> : ValueOf<P[K]> | undefined;
 };
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const UUID_PATTERN = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 const INT_RE = /^[+-]?\d{1,16}$/;
 
 function one(raw: unknown): unknown {
@@ -43,91 +52,140 @@ function one(raw: unknown): unknown {
   return Array.isArray(raw) ? raw[raw.length - 1] : raw;
 }
 
-export function coerce<P extends ParamSpecs>(specs: P, input: Record<string, unknown>): Params<P> {
-  const out: Record<string, unknown> = {};
+/** The input with each declared parameter read as its type where it can be; other names pass through. */
+export function normalize(specs: ParamSpecs, input: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...input };
   for (const [name, spec] of Object.entries(specs)) {
+    if (!Object.hasOwn(input, name)) continue;
     let raw = one(input[name]);
     if (typeof raw === 'string' && spec.type !== 'string') raw = raw.trim();
-    if (raw === undefined || raw === null || raw === '') {
-      if (spec.required) throw invalid(`${name} is required`);
-      continue;
-    }
-    out[name] = coerceOne(name, spec, raw);
+    if (raw === undefined || raw === null || raw === '') delete out[name];
+    else out[name] = normalizeOne(spec, raw);
   }
-  return out as Params<P>;
+  return out;
 }
 
-function coerceOne(name: string, spec: ParamSpec, raw: unknown): unknown {
+function normalizeOne(spec: ParamSpec, raw: unknown): unknown {
   switch (spec.type) {
     case 'integer':
-    case 'epoch': {
-      let n: number;
-      if (typeof raw === 'number' && Number.isSafeInteger(raw)) n = raw;
-      else if (typeof raw === 'string' && INT_RE.test(raw)) n = Number(raw);
-      else throw invalid(`${name} must be an integer`);
-      if (!Number.isSafeInteger(n)) throw invalid(`${name} is out of range`);
-      if (spec.type === 'epoch' && n < 0) throw invalid(`${name} must be an epoch time in milliseconds`);
-      if (spec.min !== undefined && n < spec.min) throw invalid(`${name} must be at least ${spec.min}`);
-      if (spec.max !== undefined && n > spec.max) throw invalid(`${name} must be at most ${spec.max}`);
-      return n;
-    }
+    case 'epoch':
+      if (typeof raw === 'string' && INT_RE.test(raw) && Number.isSafeInteger(Number(raw))) return Number(raw);
+      return raw;
     case 'boolean': {
-      if (typeof raw === 'boolean') return raw;
       if (raw === 1 || raw === 0) return raw === 1;
-      if (typeof raw === 'string') {
-        const s = raw.toLowerCase();
-        if (s === 'true' || s === '1') return true;
-        if (s === 'false' || s === '0') return false;
-      }
-      throw invalid(`${name} must be true or false`);
+      const s = typeof raw === 'string' ? raw.toLowerCase() : raw;
+      if (s === 'true' || s === '1') return true;
+      if (s === 'false' || s === '0') return false;
+      return raw;
     }
-    case 'phone': {
-      const s = typeof raw === 'number' ? String(raw) : raw;
-      if (typeof s !== 'string' || !PHONE_RE.test(s)) throw invalid(`${name} must be a phone number of 6 to 15 digits`);
-      return s;
-    }
-    case 'uuid': {
-      if (typeof raw !== 'string' || !UUID_RE.test(raw)) throw invalid(`${name} must be a UUID`);
-      return raw.toLowerCase();
-    }
-    case 'list': {
-      if (typeof raw !== 'string') throw invalid(`${name} must be a comma-separated list`);
-      const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
-      if (spec.maxItems !== undefined && items.length > spec.maxItems) throw invalid(`${name} has more than ${spec.maxItems} items`);
-      return items;
-    }
-    case 'string': {
-      const s = typeof raw === 'number' || typeof raw === 'boolean' ? String(raw) : raw;
-      if (typeof s !== 'string') throw invalid(`${name} must be a string`);
-      if (spec.maxLength !== undefined && s.length > spec.maxLength) throw invalid(`${name} is longer than ${spec.maxLength} characters`);
-      if (spec.minLength !== undefined && s.length < spec.minLength) throw invalid(`${name} must be at least ${spec.minLength} characters`);
-      if (spec.enum && !spec.enum.includes(s)) throw invalid(`${name} must be one of ${spec.enum.join(', ')}`);
-      return s;
-    }
+    case 'phone':
+      return typeof raw === 'number' && Number.isSafeInteger(raw) ? String(raw) : raw;
+    case 'uuid':
+      return typeof raw === 'string' ? raw.toLowerCase() : raw;
+    case 'list':
+      return typeof raw === 'string' ? raw.split(',').map((s) => s.trim()).filter(Boolean) : raw;
+    case 'string':
+      return typeof raw === 'number' || typeof raw === 'boolean' ? String(raw) : raw;
   }
 }
 
-/** JSON Schema of the parameters, for the OpenAPI document. */
-export function toJsonSchema(specs: ParamSpecs) {
+/** JSON Schema of one parameter's normalized value: what fastify validates and the document shows. */
+export function paramSchema(s: ParamSpec): Record<string, unknown> {
+  const base: Record<string, unknown> =
+    s.type === 'integer'
+      ? { type: 'integer', minimum: s.min, maximum: s.max }
+      : s.type === 'epoch'
+        ? { type: 'integer', minimum: s.min ?? 0, maximum: s.max, description: 'epoch milliseconds' }
+        : s.type === 'boolean'
+          ? { type: 'boolean', description: 'true, false, 1 or 0' }
+          : s.type === 'phone'
+            ? { type: 'string', pattern: PHONE_RE.source, description: 'phone number: 6 to 15 digits, an optional leading +' }
+            : s.type === 'uuid'
+              ? { type: 'string', format: 'uuid', pattern: UUID_PATTERN }
+              : s.type === 'list'
+                ? { type: 'array', items: { type: 'string' }, maxItems: s.maxItems, description: 'comma-separated list' }
+                : { type: 'string', minLength: s.minLength, maxLength: s.maxLength, enum: s.enum };
+  if (s.description) base.description = s.description;
+  if (s.example !== undefined) base.examples = [s.example];
+  for (const k of Object.keys(base)) if (base[k] === undefined) delete base[k];
+  return base;
+}
+
+/** JSON Schema of a set of parameters. */
+export function toJsonSchema(specs: ParamSpecs): { type: 'object'; properties: Record<string, unknown>; required?: string[] } {
   const properties: Record<string, unknown> = {};
   const required: string[] = [];
   for (const [name, s] of Object.entries(specs)) {
-    const base: Record<string, unknown> =
-      s.type === 'integer' || s.type === 'epoch'
-        ? { type: 'integer', minimum: s.min, maximum: s.max }
-        : s.type === 'boolean'
-          ? { type: 'boolean' }
-          : s.type === 'phone'
-            ? { type: 'string', pattern: PHONE_RE.source }
-            : s.type === 'uuid'
-              ? { type: 'string', format: 'uuid' }
-              : { type: 'string', maxLength: s.maxLength, enum: s.enum };
-    if (s.type === 'list') base.description = 'comma-separated list';
-    if (s.type === 'epoch') base.description = 'epoch milliseconds';
-    if (s.description) base.description = s.description;
-    for (const k of Object.keys(base)) if (base[k] === undefined) delete base[k];
-    properties[name] = base;
+    properties[name] = paramSchema(s);
     if (s.required) required.push(name);
   }
   return { type: 'object', properties, ...(required.length ? { required } : {}) };
+}
+
+function paramName(e: ErrorObject): string {
+  const first = e.instancePath.split('/')[1] ?? '';
+  return first.replace(/~1/g, '/').replace(/~0/g, '~');
+}
+
+const TYPE_WORDS: Record<string, string> = {
+  integer: 'an integer',
+  number: 'a number',
+  boolean: 'true or false',
+  string: 'a string',
+  array: 'a comma-separated list',
+  object: 'an object',
+};
+
+/** The contract's message for a failed validation: it names the parameter (CONTRACT section 2). */
+export function validationMessage(e: ErrorObject): string {
+  const name = paramName(e);
+  const p = e.params as Record<string, unknown>;
+  if (e.keyword === 'required') return `${String(p.missingProperty)} is required`;
+  if (!name) return 'the parameters must be an object of names and values';
+  switch (e.keyword) {
+    case 'type':
+      return `${name} must be ${TYPE_WORDS[String(p.type)] ?? String(p.type)}`;
+    case 'minimum':
+      return `${name} must be at least ${String(p.limit)}`;
+    case 'maximum':
+      return `${name} must be at most ${String(p.limit)}`;
+    case 'maxLength':
+      return `${name} is longer than ${String(p.limit)} characters`;
+    case 'minLength':
+      return `${name} must be at least ${String(p.limit)} characters`;
+    case 'maxItems':
+      return `${name} has more than ${String(p.limit)} items`;
+    case 'enum':
+      return `${name} must be one of ${(p.allowedValues as unknown[]).join(', ')}`;
+    case 'pattern':
+      if (p.pattern === PHONE_RE.source) return `${name} must be a phone number of 6 to 15 digits`;
+      if (p.pattern === UUID_PATTERN) return `${name} must be a UUID`;
+      return `${name} is malformed`;
+    default:
+      return `${name} ${e.message ?? 'is not valid'}`;
+  }
+}
+
+export function validationError(errors: ErrorObject[]): AppError {
+  return invalid(errors[0] ? validationMessage(errors[0]) : 'invalid parameters');
+}
+
+// Outside a route (CLI, unit tests): the same schema on an ajv set up as fastify's (src/http/app.ts).
+const ajv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: true, allErrors: false, formats: { uuid: true, binary: true } });
+const compiled = new WeakMap<ParamSpecs, ValidateFunction>();
+
+/** The declared parameters of `input`, normalized and validated; 400 naming the first bad one. */
+export function coerce<P extends ParamSpecs>(specs: P, input: Record<string, unknown>): Params<P> {
+  let validate = compiled.get(specs);
+  if (!validate) compiled.set(specs, (validate = ajv.compile(toJsonSchema(specs))));
+  const value = normalize(specs, input);
+  if (!validate(value)) throw validationError(validate.errors ?? []);
+  return pick(specs, value) as Params<P>;
+}
+
+/** Only the declared names (unknown parameters are ignored). */
+export function pick(specs: ParamSpecs, value: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const name of Object.keys(specs)) if (value[name] !== undefined) out[name] = value[name];
+  return out;
 }

@@ -1,10 +1,11 @@
 /**
- * One way to declare an endpoint: parameters (coerced and validated as CONTRACT section 2
- * says, and documented in OpenAPI), who may call it, and a handler returning the response.
+ * One way to declare an endpoint: parameters, who may call it, what it answers, and a handler.
+ * The parameters' one schema is both what fastify validates (query and body merged into one
+ * object first, as CONTRACT section 2 reads them) and what the OpenAPI document shows.
  * Every POST gets Idempotency-Key handling from here.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { coerce, toJsonSchema, type ParamSpecs, type Params } from './params.js';
+import { normalize, pick, toJsonSchema, type ParamSpecs, type Params } from './params.js';
 import { invalid } from '../domain/errors.js';
 import type { AuthUser } from './auth/authenticator.js';
 import type { Context } from '../context.js';
@@ -39,21 +40,39 @@ export interface UploadedFile {
   file: NodeJS.ReadableStream & AsyncIterable<Buffer>;
 }
 
+/** A JSON Schema (documentation of an answer or a document body). */
+export type JsonSchema = Record<string, unknown>;
+
+/** The success answer: a JSON body with its schema, or a text/plain answer (`pong`, `Success`, an id). */
+export type Answer = { json: JsonSchema; description?: string } | { text: string; example?: string };
+
 export interface RouteDef<P extends ParamSpecs> {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
   url: string;
   summary: string;
+  /** Longer prose for the reference page. */
+  description?: string;
+  /** Defaults to the method and path in camelCase (`postCalls`, `getAgentsFree`). */
+  operationId?: string;
   tags?: string[];
   auth: 'user' | 'operator' | 'none';
   params?: P;
   /** Path parameters (`:name` in url), validated like the others. */
   pathParams?: ParamSpecs;
+  /** The success answer (status 200). Without it the document says only "Success". */
+  response?: Answer;
+  /** Error statuses the document lists; defaults by method and auth (see `defaultErrors`). */
+  errors?: number[];
+  /** With `rawJsonBody`: the schema of the document (for the OpenAPI document only). */
+  bodySchema?: JsonSchema;
   bodyLimit?: number;
   /**
    * Consumes each uploaded file as it streams in (multipart); what it returns reaches the handler in
    * `files`. Routes without it refuse file parts.
    */
   file?: (upload: UploadedFile) => Promise<unknown>;
+  /** Fields of the multipart upload that are files, for the document (default `file` when `file` is set). */
+  fileFields?: Record<string, { description?: string; required?: boolean }>;
   /** The body is a JSON document passed whole (as `req.body`), not parameters. */
   rawJsonBody?: boolean;
   handler(args: HandlerArgs<P>): Promise<unknown> | unknown;
@@ -62,6 +81,103 @@ export interface RouteDef<P extends ParamSpecs> {
 export function render(value: unknown, status = 200): Rendered {
   if (value instanceof Text) return { status, contentType: 'text/plain; charset=utf-8', payload: value.text };
   return { status, contentType: 'application/json; charset=utf-8', payload: JSON.stringify(value) };
+}
+
+/** The contract's error body (CONTRACT section 2); app.ts adds it as the shared schema `ErrorBody`. */
+export const errorBodySchema = {
+  $id: 'ErrorBody',
+  type: 'object',
+  required: ['isError', 'code', 'message'],
+  properties: {
+    isError: { type: 'boolean', enum: [true] },
+    code: { type: 'string', enum: ['INVALID_PARAMETER', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'RATE_LIMITED', 'UNAVAILABLE', 'INTERNAL'] },
+    message: { type: 'string', description: 'what went wrong and why; names the parameter for INVALID_PARAMETER' },
+  },
+} as const;
+
+const ERROR_WHEN: Record<number, string> = {
+  400: 'INVALID_PARAMETER: a parameter is missing, malformed or out of range; the message names it',
+  401: 'UNAUTHORIZED: no or wrong credentials',
+  403: 'FORBIDDEN: the credentials may not do this (a service not assigned to them, another agent)',
+  404: 'NOT_FOUND: an unknown call, agent, subscriber or number',
+  409: 'CONFLICT: the state forbids it',
+  413: 'PAYLOAD_TOO_LARGE: a body or upload over its limit',
+  429: 'RATE_LIMITED: over a rate or OTP limit; Retry-After says when to try again',
+  503: 'UNAVAILABLE: a backing store is unreachable; nothing was half-done',
+};
+
+export function defaultErrors(method: string, auth: RouteDef<ParamSpecs>['auth']): number[] {
+  const out = [400];
+  if (auth !== 'none') out.push(401);
+  if (auth === 'user') out.push(403);
+  out.push(404);
+  if (method !== 'GET') out.push(409);
+  if (method !== 'GET' && method !== 'DELETE') out.push(413);
+  out.push(429, 503);
+  return out;
+}
+
+/** `POST /api/v1/calls/:callTxnId` → `postCallsByCallTxnId`; operator routes keep `Ops`. */
+export function defaultOperationId(method: string, url: string): string {
+  const words = url
+    .replace(/^\/api\/v1\//, '/')
+    .replace(/^\/ops\/v1\//, '/ops/')
+    .split('/')
+    .filter(Boolean)
+    .flatMap((seg) => (seg.startsWith(':') ? ['by', seg.slice(1)] : seg.split(/[^A-Za-z0-9]+/)))
+    .filter(Boolean);
+  return method.toLowerCase() + words.map((w) => w[0]!.toUpperCase() + w.slice(1)).join('');
+}
+
+function responses(def: RouteDef<ParamSpecs>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const r = def.response;
+  if (r && 'text' in r) {
+    const schema: JsonSchema = { type: 'string' };
+    if (r.example !== undefined) schema.examples = [r.example];
+    out[200] = { description: r.text, content: { 'text/plain': { schema } } };
+  } else if (r) {
+    out[200] = { description: r.description ?? 'Success', ...r.json };
+  } else {
+    out[200] = { description: 'Success', type: 'object', additionalProperties: true };
+  }
+  for (const status of def.errors ?? defaultErrors(def.method, def.auth)) {
+    out[status] = { description: ERROR_WHEN[status] ?? 'error', $ref: 'ErrorBody#' };
+  }
+  return out;
+}
+
+/** The OpenAPI-facing schema of a route, which fastify also validates with (see `defineRoute`). */
+export function routeSchema(def: RouteDef<ParamSpecs>): Record<string, unknown> {
+  const params = def.params ?? {};
+  const inBody = def.method !== 'GET' && def.method !== 'DELETE';
+  const queryOnly: ParamSpecs = {};
+  const bodyParams: ParamSpecs = {};
+  for (const [name, spec] of Object.entries(params)) (inBody && spec.in !== 'query' ? bodyParams : queryOnly)[name] = spec;
+  const schema: Record<string, unknown> = {
+    summary: def.summary,
+    ...(def.description ? { description: def.description } : {}),
+    operationId: def.operationId ?? defaultOperationId(def.method, def.url),
+    tags: def.tags,
+    ...(def.pathParams ? { params: toJsonSchema(def.pathParams) } : {}),
+    ...(Object.keys(queryOnly).length ? { querystring: toJsonSchema(queryOnly) } : {}),
+    response: responses(def),
+    ...(def.auth === 'user' ? { security: [{ basic: [] }] } : def.auth === 'operator' ? { security: [{ operator: [] }] } : {}),
+  };
+  if (def.rawJsonBody) {
+    schema.body = def.bodySchema ?? { type: 'object' };
+  } else if (inBody) {
+    const body = toJsonSchema(bodyParams);
+    const fileFields = def.fileFields ?? (def.file ? { file: { required: true } } : {});
+    for (const [name, f] of Object.entries(fileFields)) {
+      // Documented only: files are consumed as they stream in, never part of the validated object.
+      body.properties[name] = { type: 'string', format: 'binary', ...(f.description ? { description: f.description } : {}) };
+      if (f.required) body.required = [...(body.required ?? []), name];
+    }
+    schema.body = body;
+    schema.consumes = def.file ? ['multipart/form-data'] : ['application/x-www-form-urlencoded', 'application/json', 'multipart/form-data'];
+  }
+  return schema;
 }
 
 async function gatherInput(req: FastifyRequest, def: RouteDef<ParamSpecs>, files: Record<string, unknown>): Promise<Record<string, unknown>> {
@@ -92,32 +208,38 @@ async function gatherInput(req: FastifyRequest, def: RouteDef<ParamSpecs>, files
   return { ...query, ...bodyParams };
 }
 
+const FILES = Symbol('uploaded files');
+type WithFiles = FastifyRequest & { [FILES]?: Record<string, unknown> };
+
 export function defineRoute<P extends ParamSpecs>(app: FastifyInstance, ctx: Context, def: RouteDef<P>) {
-  const paramSchema = toJsonSchema(def.params ?? {});
-  const inBody = def.method === 'POST' || def.method === 'PUT';
-  const schema: Record<string, unknown> = {
-    summary: def.summary,
-    tags: def.tags,
-    ...(def.pathParams ? { params: toJsonSchema(def.pathParams) } : {}),
-    ...(def.rawJsonBody ? { body: { type: 'object' } } : inBody ? { body: paramSchema } : { querystring: paramSchema }),
-    ...(def.auth === 'user' ? { security: [{ basic: [] }] } : def.auth === 'operator' ? { security: [{ operator: [] }] } : {}),
+  const d = def as unknown as RouteDef<ParamSpecs>;
+  const schema = routeSchema(d);
+  const params = def.params ?? ({} as P);
+  /**
+   * Runs after the credentials are checked and before fastify validates: query and body become one
+   * object (the body's value winning), read as CONTRACT section 2 says; fastify then validates that
+   * object against the route's querystring and body schemas, the ones the document shows.
+   */
+  const merge = async (req: FastifyRequest) => {
+    const files: Record<string, unknown> = {};
+    const merged = normalize(params, await gatherInput(req, d, files));
+    (req as WithFiles)[FILES] = files;
+    req.query = merged;
+    if (!def.rawJsonBody && schema.body) req.body = merged;
+    if (def.pathParams) req.params = normalize(def.pathParams, (req.params ?? {}) as Record<string, unknown>);
   };
-  if (inBody && !def.rawJsonBody) schema.consumes = ['application/x-www-form-urlencoded', 'application/json', 'multipart/form-data'];
   // preValidation: after the rate limit (onRequest), so a request counts before its password is checked.
-  const authHooks =
-    def.auth === 'user' ? [app.basicAuth] : def.auth === 'operator' ? [app.operatorAuth] : [];
+  const authHooks = def.auth === 'user' ? [app.basicAuth] : def.auth === 'operator' ? [app.operatorAuth] : [];
   app.route({
     method: def.method,
     url: def.url,
     schema,
     bodyLimit: def.bodyLimit,
-    preValidation: authHooks as never,
+    preValidation: [...authHooks, merge] as never,
     handler: async (req, reply) => {
       const run = async (): Promise<Rendered> => {
-        if (def.pathParams) coerce(def.pathParams, (req.params ?? {}) as Record<string, unknown>);
-        const files: Record<string, unknown> = {};
-        const p = coerce(def.params ?? ({} as P), await gatherInput(req, def as RouteDef<ParamSpecs>, files));
-        const result = await def.handler({ req, reply, p, user: req.user!, ctx, files });
+        const p = pick(params, req.query as Record<string, unknown>) as Params<P>;
+        const result = await def.handler({ req, reply, p, user: req.user!, ctx, files: (req as WithFiles)[FILES] ?? {} });
         return render(result, reply.statusCode);
       };
       const key = req.headers['idempotency-key'];

@@ -1,6 +1,7 @@
 /** Agents: GET/PATCH /api/v1/agents, GET /api/v1/agents-free, POST /api/v1/dialer-agent-wrapup (CONTRACT sections 4, 6, 11). */
 import type { RouteRegistrar } from './index.js';
 import { defineRoute, text } from '../route.js';
+import { SUCCESS, json, obj, arrayOf, int, str, agentRecordSchema } from '../answers.js';
 import { scopeService } from '../scope.js';
 import { handleCommand } from '../../commands/decider.js';
 import { agentDecider, type AgentCommand } from '../../commands/agent/agent.js';
@@ -24,6 +25,7 @@ export const agentRoutes: RouteRegistrar = (app, ctx) => {
     summary: "The service's agents (admin) or the caller's own agent record",
     tags: ['agents'],
     auth: 'user',
+    response: json(arrayOf(agentRecordSchema), 'agent records'),
     params: { 'svc-id': { type: 'integer', min: 1 } },
     handler: async ({ p, user }) => {
       const svcId = scopeService(user, p['svc-id']);
@@ -40,6 +42,7 @@ export const agentRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Login, logout, break, change number or change name of an agent',
     tags: ['agents'],
     auth: 'user',
+    response: json(obj({ status: int, break: int, name: str, number: str }), 'the changed fields: status and break, name, or number'),
     params: {
       status: { type: 'integer', description: '0 login, 2 logout' },
       break: { type: 'integer', description: 'break code 0-7' },
@@ -81,6 +84,7 @@ export const agentRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Free agents of the service, the one free longest first',
     tags: ['agents'],
     auth: 'user',
+    response: json(arrayOf(obj({ name: str, id: int })), 'free agents, free longest first'),
     params: { 'svc-id': { type: 'integer', min: 1 } },
     handler: async ({ p, user }) => {
       const svcId = scopeService(user, p['svc-id']);
@@ -94,6 +98,7 @@ export const agentRoutes: RouteRegistrar = (app, ctx) => {
     summary: "Set an agent's wrap-up seconds after each dialer call",
     tags: ['dialer'],
     auth: 'user',
+    response: SUCCESS,
     params: {
       'svc-id': { type: 'integer', required: true, min: 1 },
       'agent-sip': { type: 'string', required: true, maxLength: 100 },

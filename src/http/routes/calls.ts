@@ -1,6 +1,7 @@
 /** Calls: placing them and the control signals (hangup, transfer, add-call, whisper-spy). */
 import type { RouteRegistrar } from './index.js';
 import { defineRoute, text } from '../route.js';
+import { TRUE, json, obj, uuid, actionResult } from '../answers.js';
 import { randomUUID } from 'node:crypto';
 import { scheduleDecider } from '../../commands/schedule/schedule.js';
 import { scopeService } from '../scope.js';
@@ -140,6 +141,7 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Place a call (or schedule one with schedule-time)',
     tags: ['calls'],
     auth: 'user',
+    response: json(obj({ id: uuid }), 'the call id; a scheduled call (schedule-time) answers text/plain Success instead'),
     params: {
       number: { type: 'phone', required: true },
       'service-id': { type: 'integer', min: 1 },
@@ -204,6 +206,7 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Send a signal to a call (signal=hangup)',
     tags: ['calls'],
     auth: 'user',
+    response: TRUE,
     pathParams: { callTxnId: { type: 'string', required: true, maxLength: 64 } },
     params: { signal: { type: 'string', required: true, enum: ['hangup'] } },
     handler: async ({ req, user }) => {
@@ -221,6 +224,7 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Hang up a call',
     tags: ['calls'],
     auth: 'user',
+    response: TRUE,
     params: { xnid: { type: 'uuid', required: true } },
     handler: async ({ p, user }) => {
       await callCommand(ctx, user, p.xnid, { type: 'RequestHangup', userId: user.id, time: ctx.now() });
@@ -234,6 +238,7 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Transfer a call to another agent (BLIND or ATTENDED)',
     tags: ['calls'],
     auth: 'user',
+    response: TRUE,
     params: {
       'agent-id': { type: 'integer', required: true, min: 1 },
       type: { type: 'string', required: true, maxLength: 10 },
@@ -258,6 +263,7 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Add another agent to a call',
     tags: ['calls'],
     auth: 'user',
+    response: json(actionResult),
     params: {
       xnid: { type: 'uuid', required: true },
       toagentid: { type: 'integer', required: true, min: 1 },
@@ -279,6 +285,7 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Listen to (spy) or coach (whisper) a call from a phone number',
     tags: ['calls'],
     auth: 'user',
+    response: json(actionResult),
     params: {
       xnid: { type: 'uuid', required: true },
       'country-code': { type: 'integer', required: true, min: 0, max: 9999 },

@@ -1,6 +1,7 @@
 /** GET /api/v1/dashboard and GET /api/v1/transfer-details. */
 import type { RouteRegistrar } from './index.js';
 import { defineRoute } from '../route.js';
+import { json, dashboardAnswer, transferDetails } from '../answers.js';
 import { scopeService } from '../scope.js';
 import { dashboard } from '../../queries/dashboard.js';
 import { serviceAgents } from '../../queries/agents.js';
@@ -14,6 +15,7 @@ export const dashboardRoutes: RouteRegistrar = (app, ctx) => {
     summary: "The service's live dashboard",
     tags: ['dashboard'],
     auth: 'user',
+    response: json(dashboardAnswer),
     params: { 'svc-id': { type: 'integer', required: true, min: 1 } },
     handler: ({ p, user }) => dashboard(ctx, user, scopeService(user, p['svc-id'], 'svc-id', true)),
   });
@@ -24,6 +26,7 @@ export const dashboardRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Queues, services and agents a call can be transferred to',
     tags: ['calls'],
     auth: 'user',
+    response: json(transferDetails),
     params: {
       'svc-id': { type: 'integer', min: 1 },
       'queue-id': { type: 'integer', min: 0 },

@@ -1,6 +1,7 @@
 /** POST /api/v1/dialer: upload a campaign's contacts (.xlsx or .csv, multipart). */
 import type { RouteRegistrar } from './index.js';
 import { defineRoute, text, type UploadedFile } from '../route.js';
+import { SUCCESS } from '../answers.js';
 import { scopeService } from '../scope.js';
 import { UPLOAD_LIMIT } from '../app.js';
 import { AppError, invalid } from '../../domain/errors.js';
@@ -38,6 +39,7 @@ export const dialerRoutes: RouteRegistrar = (app, ctx) => {
     summary: "Upload a dialer campaign's contacts (.xlsx or .csv with a column of numbers)",
     tags: ['dialer'],
     auth: 'user',
+    response: SUCCESS,
     bodyLimit: UPLOAD_LIMIT + 64 * 1024,
     params: {
       'svc-id': { type: 'integer', required: true, min: 1 },

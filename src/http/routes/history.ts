@@ -2,6 +2,7 @@
 import { normalizePhone } from '../../domain/phone.js';
 import type { RouteRegistrar } from './index.js';
 import { defineRoute } from '../route.js';
+import { json, customerBasic, customerDetailed } from '../answers.js';
 import { scopeService } from '../scope.js';
 import { invalid, notFound } from '../../domain/errors.js';
 import { customerKey, type CustomerDoc } from '../../projections/customers.js';
@@ -43,6 +44,7 @@ export const historyRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'A customer record; with detailed=true also its recent calls and CRM fields',
     tags: ['history'],
     auth: 'user',
+    response: json({ oneOf: [customerBasic, customerDetailed] }, 'basic details, or with detailed=true the recent calls and CRM fields'),
     params: {
       'customer-number': { type: 'phone', required: true },
       'svc-id': { type: 'integer', required: true, min: 1 },

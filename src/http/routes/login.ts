@@ -1,6 +1,7 @@
 /** GET /api/v1/login in its three forms (CONTRACT section 4). */
 import type { RouteRegistrar } from './index.js';
 import { defineRoute } from '../route.js';
+import { json, arrayOf, int, loginInfoSchema } from '../answers.js';
 import { scopeService } from '../scope.js';
 import type { AuthUser } from '../auth/authenticator.js';
 
@@ -17,6 +18,7 @@ export const loginRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Login info for a service, or the assigned service ids',
     tags: ['users'],
     auth: 'user',
+    response: json({ oneOf: [loginInfoSchema, arrayOf(int)] }, 'login info, or the service ids when the user has several and names none'),
     params: { 'svc-id': { type: 'integer', min: 1 } },
     handler: ({ p, user }) => {
       if (p['svc-id'] !== undefined) return loginInfo(user, scopeService(user, p['svc-id']));

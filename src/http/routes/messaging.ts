@@ -1,6 +1,7 @@
 /** OTP (send and validate) and click2call (CONTRACT sections 3 and 8). */
 import type { RouteRegistrar } from './index.js';
 import { defineRoute, text } from '../route.js';
+import { TRUE, json, textAnswer, actionResult } from '../answers.js';
 import { scopeService } from '../scope.js';
 import { issueOtp, verifyOtp } from '../../commands/otp/service.js';
 import { toNew } from '../../commands/decider.js';
@@ -19,6 +20,7 @@ export const messagingRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Send an SMS; answers its id at once, sending runs as a job',
     tags: ['messaging'],
     auth: 'user',
+    response: textAnswer('the SMS id (a UUID)', '6f1c2a43-79b8-4a40-9a65-0d3ab7f2c001'),
     params: {
       number: { type: 'phone', required: true },
       message: { type: 'string', required: true, minLength: 1, maxLength: 1600 },
@@ -55,6 +57,7 @@ export const messagingRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Send a one-time password by SMS; answers the code',
     tags: ['messaging'],
     auth: 'user',
+    response: textAnswer('the OTP code: 6 digits', '482913'),
     params: {
       number: { type: 'phone', required: true },
       keyword: { type: 'string', maxLength: 50, description: 'purpose of the code; default Click2Call' },
@@ -74,9 +77,10 @@ export const messagingRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Validate (and spend) a one-time password',
     tags: ['messaging'],
     auth: 'user',
+    response: TRUE,
     params: {
       number: { type: 'phone', required: true },
-      otp: { type: 'string', required: true, maxLength: 16 },
+      otp: { type: 'string', required: true, maxLength: 16, in: 'query', description: 'the code GET /otp answered; clients put it in the query string' },
       'service-id': { type: 'integer', min: 1 },
     },
     handler: async ({ p, user }) => {
@@ -92,9 +96,10 @@ export const messagingRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Spend a valid OTP and place the call POST /calls would, from the customer to a free agent',
     tags: ['messaging', 'calls'],
     auth: 'user',
+    response: json(actionResult),
     params: {
       number: { type: 'phone', required: true },
-      otp: { type: 'string', required: true, maxLength: 16 },
+      otp: { type: 'string', required: true, maxLength: 16, in: 'query', description: 'the code GET /otp answered; clients put it in the query string' },
       'service-id': { type: 'integer', min: 1 },
       'country-code': { type: 'string', maxLength: 8 },
     },

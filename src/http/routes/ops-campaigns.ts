@@ -1,6 +1,7 @@
 /** GET /ops/v1/campaigns?svc-id=: each dialer campaign's progress. */
 import type { RouteRegistrar } from './index.js';
 import { defineRoute } from '../route.js';
+import { json, arrayOf, campaignProgress } from '../answers.js';
 import type { CampaignDoc } from '../../projections/campaigns.js';
 
 export const campaignOpsRoutes: RouteRegistrar = (app, ctx) => {
@@ -10,6 +11,7 @@ export const campaignOpsRoutes: RouteRegistrar = (app, ctx) => {
     summary: "Dialer campaigns' progress",
     tags: ['operator'],
     auth: 'operator',
+    response: json(arrayOf(campaignProgress)),
     params: { 'svc-id': { type: 'integer', required: true, min: 1 } },
     handler: async ({ p }) => {
       const docs = await ctx.reads.find<CampaignDoc>('campaigns', { svcId: p['svc-id'] }, { orderBy: { field: 'campaignId' } });

@@ -1,6 +1,7 @@
 /** Operator view of webhook and subscriber deliveries, and redelivery of failed ones (CONTRACT sections 3, 11). */
 import type { RouteRegistrar } from './index.js';
 import { defineRoute } from '../route.js';
+import { TRUE, json, arrayOf, deliverySchema } from '../answers.js';
 import { handleCommand } from '../../commands/decider.js';
 import { redeliverDecider } from '../../commands/delivery/delivery.js';
 import { streams } from '../../domain/streams.js';
@@ -28,6 +29,7 @@ export const deliveriesRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Webhook and subscriber deliveries of a service with their attempts, newest first',
     tags: ['operator'],
     auth: 'operator',
+    response: json(arrayOf(deliverySchema)),
     params: {
       'svc-id': { type: 'integer', required: true, min: 1 },
       status: { type: 'string', enum: ['pending', 'delivered', 'failed'] },
@@ -48,6 +50,7 @@ export const deliveriesRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Try a failed delivery again, with the full retry schedule',
     tags: ['operator'],
     auth: 'operator',
+    response: TRUE,
     pathParams: { id: { type: 'string', required: true, maxLength: 100 } },
     handler: async ({ req }) => {
       const id = (req.params as { id: string }).id;

@@ -1,6 +1,7 @@
 /** PUT /ops/v1/provisioning: the operator applies a provisioning document (CONTRACT section 3). */
 import type { RouteRegistrar } from './index.js';
 import { defineRoute } from '../route.js';
+import { json, obj, int } from '../answers.js';
 import { applyProvisioning } from '../../commands/provisioning/provision.js';
 import { invalid } from '../../domain/errors.js';
 
@@ -11,6 +12,7 @@ export const provisioningRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Apply a provisioning document, idempotently',
     tags: ['operator'],
     auth: 'operator',
+    response: json(obj({ services: int, agents: int, users: int }), 'how many of each the document holds'),
     rawJsonBody: true,
     // A document with a large customer list outgrows the API's 1 MiB; it is operator-only.
     bodyLimit: 16 * 1024 * 1024,

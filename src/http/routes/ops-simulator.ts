@@ -2,6 +2,7 @@
 import { normalizePhone } from '../../domain/phone.js';
 import type { RouteRegistrar } from './index.js';
 import { defineRoute } from '../route.js';
+import { TRUE, json, obj, arrayOf, int, uuid, smsSent } from '../answers.js';
 import { handleCommand } from '../../commands/decider.js';
 import { callDecider, type CallStartedData } from '../../commands/call/call.js';
 import { streams } from '../../domain/streams.js';
@@ -21,6 +22,7 @@ export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'A customer calls a DID',
     tags: ['operator'],
     auth: 'operator',
+    response: json(obj({ xnid: uuid }), 'the id of the inbound call'),
     params: {
       did: { type: 'phone', required: true },
       from: { type: 'phone', required: true },
@@ -68,6 +70,7 @@ export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'A party of a call hangs up',
     tags: ['operator'],
     auth: 'operator',
+    response: TRUE,
     params: {
       xnid: { type: 'uuid', required: true },
       party: { type: 'string', required: true, enum: ['customer', 'agent'] },
@@ -86,6 +89,7 @@ export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
     summary: "A service's call counts: inbound, outbound, spam",
     tags: ['operator'],
     auth: 'operator',
+    response: json(obj({ inbound: int, outbound: int, spam: int }), 'call counts'),
     params: { 'svc-id': { type: 'integer', required: true, min: 1 } },
     handler: async ({ p }) => {
       if (!(await ctx.reads.get('services', String(p['svc-id'])))) throw notFound(`service ${p['svc-id']} not found`);
@@ -100,6 +104,7 @@ export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
     summary: "The simulated SMS provider's outbox",
     tags: ['operator'],
     auth: 'operator',
+    response: json(arrayOf(smsSent)),
     params: { number: { type: 'phone' } },
     handler: async ({ p }) => {
       const sent = await ctx.reads.find<OutboxEntry>(OUTBOX, p.number === undefined ? {} : { number: p.number }, { orderBy: { field: 'time' } });

@@ -1,5 +1,6 @@
 import type { RouteRegistrar } from './index.js';
 import { defineRoute, text } from '../route.js';
+import { textAnswer } from '../answers.js';
 
 export const pingRoutes: RouteRegistrar = (app, ctx) => {
   defineRoute(app, ctx, {
@@ -8,6 +9,7 @@ export const pingRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Liveness check with credentials',
     tags: ['misc'],
     auth: 'user',
+    response: textAnswer('pong', 'pong'),
     handler: () => text('pong'),
   });
 };

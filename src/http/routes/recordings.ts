@@ -1,4 +1,5 @@
 /** GET /recordings/<xnid>.wav?exp=&sig=: a call's recording at a signed, expiring URL (no credentials). */
+import type { FastifySchema } from 'fastify';
 import type { RouteRegistrar } from './index.js';
 import { AppError, forbidden, notFound } from '../../domain/errors.js';
 import { simulatedRecording } from '../../domain/recording.js';
@@ -8,7 +9,21 @@ import { render } from '../route.js';
 const FILE_RE = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.wav$/;
 
 export const recordingRoutes: RouteRegistrar = (app, ctx) => {
-  app.get('/recordings/:file', { schema: { summary: 'A call recording (signed URL)', tags: ['calls'] } }, async (req, reply) => {
+  const error = (description: string) => ({ description, $ref: 'ErrorBody#' });
+  const schema: FastifySchema = {
+    summary: 'A call recording at the signed, expiring URL a call summary or webhook handed out; no credentials',
+    operationId: 'getRecording',
+    tags: ['calls'],
+    params: { type: 'object', properties: { file: { type: 'string', description: '<call id>.wav' } }, required: ['file'] },
+    querystring: { type: 'object', properties: { exp: { type: 'string', description: 'expiry, epoch seconds' }, sig: { type: 'string', description: 'signature' } } },
+    response: {
+      200: { description: 'the recording', content: { 'audio/wav': { schema: { type: 'string', format: 'binary' } } } },
+      400: error('INVALID_PARAMETER: a malformed exp or sig'),
+      403: error('FORBIDDEN: a bad signature or an expired URL'),
+      404: error('NOT_FOUND: no such recording'),
+    },
+  };
+  app.get('/recordings/:file', { schema }, async (req, reply) => {
     try {
       const m = FILE_RE.exec((req.params as { file: string }).file);
       if (!m) throw notFound('no such recording');

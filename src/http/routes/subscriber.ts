@@ -11,6 +11,7 @@
  */
 import type { RouteRegistrar } from './index.js';
 import { defineRoute } from '../route.js';
+import { TRUE, json, arrayOf, subscriberRecord } from '../answers.js';
 import { scopeService } from '../scope.js';
 import type { AuthUser } from '../auth/authenticator.js';
 import type { Context } from '../../context.js';
@@ -65,6 +66,7 @@ export const subscriberRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Register an event subscriber for a service or one of its agents',
     tags: ['subscribers'],
     auth: 'user',
+    response: TRUE,
     params: {
       'svc-id': { type: 'integer', required: true, min: 1 },
       'auth-key': { type: 'string', required: true, maxLength: 1000, description: 'signs deliveries: the base64 part of a whsec_ key, else the key bytes' },
@@ -113,6 +115,7 @@ export const subscriberRoutes: RouteRegistrar = (app, ctx) => {
     summary: "Pause/resume a subscriber (is-registered) or change its event mask (both may be given)",
     tags: ['subscribers'],
     auth: 'user',
+    response: TRUE,
     params: {
       'svc-id': { type: 'integer', required: true, min: 1 },
       'agent-id': { type: 'integer', required: true, min: 0, description: '0: the service-wide subscriber' },
@@ -144,6 +147,7 @@ export const subscriberRoutes: RouteRegistrar = (app, ctx) => {
     summary: "Subscribers of a service (svc-id), of one agent (agent-id), or of all the credentials' services",
     tags: ['subscribers'],
     auth: 'user',
+    response: json(arrayOf(subscriberRecord)),
     params: {
       'svc-id': { type: 'integer', min: 1, description: "absent: every service of the credentials" },
       'agent-id': { type: 'integer', min: 0, description: '0: the service-wide subscriber only' },

@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import type { RouteRegistrar } from './index.js';
 import { defineRoute } from '../route.js';
+import { TRUE, json, userRecord } from '../answers.js';
 import { handleCommand } from '../../commands/decider.js';
 import { userDecider } from '../../commands/user/user.js';
 import { streams } from '../../domain/streams.js';
@@ -18,6 +19,7 @@ export const userRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'The user record of the credentials',
     tags: ['users'],
     auth: 'user',
+    response: json(userRecord),
     handler: async ({ user }) => {
       const doc = await ctx.reads.get<UserDoc>('users', String(user.id));
       if (!doc) throw notFound('user not found');
@@ -42,6 +44,7 @@ export const userRoutes: RouteRegistrar = (app, ctx) => {
     summary: "Update the caller's e-mail and/or number",
     tags: ['users'],
     auth: 'user',
+    response: TRUE,
     params: {
       email: { type: 'string', maxLength: 320 },
       number: { type: 'phone' },
@@ -66,6 +69,7 @@ export const userRoutes: RouteRegistrar = (app, ctx) => {
     summary: "Change the caller's password",
     tags: ['users'],
     auth: 'user',
+    response: TRUE,
     params: { new: { type: 'string', required: true, minLength: 8, maxLength: 1000 } },
     handler: async ({ p, user }) => {
       const passwordHash = await hashPassword(p.new);
