@@ -170,7 +170,7 @@ export function routeSchema(def: RouteDef<ParamSpecs>): Record<string, unknown> 
     const body = toJsonSchema(bodyParams);
     const fileFields = def.fileFields ?? (def.file ? { file: { required: true } } : {});
     for (const [name, f] of Object.entries(fileFields)) {
-      // Documented only: files are consumed as they stream in, never part of the validated object.
+      // Consumed as they stream in; the validated object holds the file's name in their place.
       body.properties[name] = { type: 'string', format: 'binary', ...(f.description ? { description: f.description } : {}) };
       if (f.required) body.required = [...(body.required ?? []), name];
     }
@@ -197,6 +197,8 @@ async function gatherInput(req: FastifyRequest, def: RouteDef<ParamSpecs>, files
           // Whatever the consumer left unread is drained, so the request can finish.
           part.file.resume();
         }
+        // The file field is validated as present by the route schema (its name stands for it).
+        bodyParams[part.fieldname] = part.filename || part.fieldname;
         continue;
       }
       bodyParams[part.fieldname] = part.value;
