@@ -31,6 +31,8 @@ import type { SmsGateway } from './gateways/sms/port.js';
 import { SimulatedSmsGateway } from './gateways/sms/simulator.js';
 import { startDeliveryWorker, type DeliveryWorker } from './workers/delivery/index.js';
 import { EventSocketServer } from './workers/socket/server.js';
+import { useSnapshots } from './commands/aggregate-cache.js';
+import { SqliteSnapshotStore } from './gateways/snapshot-store/sqlite.js';
 
 export interface Platform {
   ctx: Context;
@@ -78,6 +80,9 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   const now = options.now ?? Date.now;
   const events = openEventStore(config, now);
   const reads = openReadStore(config, now);
+  // Aggregate snapshots: a cache beside the log, whatever the event store is.
+  const snapshots = new SqliteSnapshotStore(path.join(config.dataDir, 'snapshots.db'));
+  useSnapshots(events, snapshots);
   const queue = options.queue ?? openJobQueue(config, logger, now);
   const runner = config.roles.has('projector') ? new ProjectionRunner(events, reads, projections, { logger }) : null;
   const sync = runner ? localReadSync(events, runner) : remoteReadSync(events, reads, projections.map((p) => p.name));
@@ -136,6 +141,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       if (runner) await runner.stop();
       await reads.close();
       await events.close();
+      snapshots.close();
     },
   };
 }

@@ -1,20 +1,21 @@
 /**
- * Deciders and the one generic command handler: read the stream, fold it into state, decide,
- * append with the expected revision. A conflict means someone else wrote first; the command is
- * decided again on fresh state (deciders are pure, so that is always safe for them).
+ * Deciders and the one command handler used by every route and worker: load the streams (cached
+ * aggregates: only events after the cached revision are read), decide, append with each stream's
+ * expected revision. A conflict means someone else wrote first; the command is decided again on fresh
+ * state (deciders are pure, so that is always safe), after a short random pause. A command that keeps
+ * conflicting ends in the contract's 503 UNAVAILABLE: never a silent give-up, never a 500.
  */
-import type { EventStore, ExpectedRevision, NewEvent, RecordedEvent } from '../gateways/event-store/port.js';
+import type { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent } from '../gateways/event-store/port.js';
 import { WrongExpectedRevisionError } from '../gateways/event-store/port.js';
 import { unavailable } from '../domain/errors.js';
+import { aggregateCache, type Folder, type Loaded } from './aggregate-cache.js';
 
 export interface DomainEvent<T extends string = string, D = unknown> {
   type: T;
   data: D;
 }
 
-export interface Decider<C, S, E extends DomainEvent> {
-  initialState: () => S;
-  evolve: (state: S, event: E) => S;
+export interface Decider<C, S, E extends DomainEvent> extends Folder<S, E> {
   /** Events the command causes; throws an AppError when the state forbids it. */
   decide: (command: C, state: S) => E[];
 }
@@ -39,18 +40,26 @@ export const toDomain = <E extends DomainEvent>(e: RecordedEvent): E => ({ type:
 /** The revision to expect when appending after these events. */
 export const expectedAfter = (recorded: RecordedEvent[]): ExpectedRevision => (recorded.length ? recorded[recorded.length - 1]!.revision : 'no_stream');
 
-/** A stream folded into state, with the revision to expect when appending after it. */
+const expectedOf = (revision: number): ExpectedRevision => (revision >= 0 ? revision : 'no_stream');
+
+/** A stream folded into state (from the aggregate cache), with the revision to expect when appending after it. */
 export async function loadAggregate<S, E extends DomainEvent>(
   store: EventStore,
   streamId: string,
-  decider: Pick<Decider<unknown, S, E>, 'initialState' | 'evolve'>,
-): Promise<{ state: S; expected: ExpectedRevision }> {
-  const recorded = await store.readStream(streamId);
-  return { state: fold(decider, recorded.map((e) => toDomain<E>(e))), expected: expectedAfter(recorded) };
+  decider: Folder<S, E>,
+): Promise<{ state: S; expected: ExpectedRevision; revision: number; position: number }> {
+  const l = await aggregateCache(store).load(streamId, decider, toDomain<E>);
+  return { ...l, expected: expectedOf(l.revision) };
 }
 
+/** The one retry policy: attempts, and the pause before attempt n (random, growing, small). */
+export const RETRY = {
+  maxAttempts: 10,
+  pauseMs: (attempt: number) => (attempt <= 1 ? 0 : Math.random() * Math.min(50, 2 ** attempt)),
+};
+
 export interface HandleOptions<E> {
-  /** Attempts before giving up on repeated conflicts. */
+  /** Attempts before giving up on repeated conflicts (then 503). */
   maxAttempts?: number;
   /** Metadata stored with each new event (correlation ids, the acting user). */
   metadata?: Record<string, unknown>;
@@ -58,6 +67,93 @@ export interface HandleOptions<E> {
   eventId?: (event: E, index: number) => string | undefined;
 }
 
+/** A stream a command reads (and may append to). */
+export interface StreamRead<S = any, E extends DomainEvent = any> {
+  streamId: string;
+  decider: Folder<S, E>;
+}
+
+/** Events a command appends to one stream; `id` makes an event idempotent. */
+export interface StreamWrite {
+  streamId: string;
+  events: (DomainEvent & { id?: string })[];
+  /** Defaults to the loaded revision for a stream the command read, else 'no_stream'. */
+  expectedRevision?: ExpectedRevision;
+}
+
+export interface Decision<T> {
+  appends: StreamWrite[];
+  /** What the caller gets back (after a successful append). */
+  value: T;
+}
+
+export interface MultiResult<T> {
+  value: T;
+  /** The loaded streams' states after the command, in the order given. */
+  states: unknown[];
+  /** One per append with events, in order. */
+  results: AppendResult[];
+  /** Highest position written (or of the loaded streams when nothing was). */
+  position: number;
+}
+
+const pause = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
+
+/**
+ * The command handler for one or several streams: loads every stream in `reads`, calls `decide` with
+ * their states (it may be async: hashing, a call's data), appends all its events in one transaction,
+ * each stream checked against its revision. On a conflict: reload and decide again (RETRY), then 503.
+ */
+export async function handleStreams<T>(
+  store: EventStore,
+  reads: StreamRead[],
+  decide: (loaded: Loaded<any>[]) => Decision<T> | Promise<Decision<T>>,
+  options: Omit<HandleOptions<DomainEvent>, 'eventId'> = {},
+): Promise<MultiResult<T>> {
+  const cache = aggregateCache(store);
+  const maxAttempts = options.maxAttempts ?? RETRY.maxAttempts;
+  for (let attempt = 1; ; attempt++) {
+    await pause(RETRY.pauseMs(attempt));
+    const loaded = await Promise.all(reads.map((r) => cache.load(r.streamId, r.decider, toDomain)));
+    const { appends, value } = await decide(loaded);
+    const writes = appends.filter((a) => a.events.length > 0);
+    if (writes.length === 0) {
+      return { value, states: loaded.map((l) => l.state), results: [], position: Math.max(0, ...loaded.map((l) => l.position)) };
+    }
+    const indexOf = (streamId: string) => reads.findIndex((r) => r.streamId === streamId);
+    try {
+      const results = await store.appendToStreams(
+        writes.map((w) => {
+          const i = indexOf(w.streamId);
+          return {
+            streamId: w.streamId,
+            events: w.events.map((e) => ({ type: e.type, data: e.data, id: e.id, metadata: options.metadata })),
+            expectedRevision: w.expectedRevision ?? (i >= 0 ? expectedOf(loaded[i]!.revision) : 'no_stream'),
+          };
+        }),
+      );
+      const states = loaded.map((l) => l.state);
+      writes.forEach((w, k) => {
+        const i = indexOf(w.streamId);
+        if (i < 0) return;
+        const r = results[k]!;
+        const read = reads[i]!;
+        // Only when the store holds exactly our events after what we loaded (not an idempotent no-op).
+        if (r.nextExpectedRevision !== loaded[i]!.revision + w.events.length) return cache.forget(w.streamId, read.decider);
+        let s = loaded[i]!.state;
+        for (const e of w.events) s = read.decider.evolve(s, { type: e.type, data: e.data });
+        states[i] = s;
+        cache.remember(w.streamId, read.decider, { state: s, revision: r.nextExpectedRevision, position: r.position });
+      });
+      return { value, states, results, position: Math.max(...results.map((r) => r.position)) };
+    } catch (err) {
+      if (!(err instanceof WrongExpectedRevisionError)) throw err;
+      if (attempt >= maxAttempts) throw unavailable(`too much contention on ${err.streamId}; try again`);
+    }
+  }
+}
+
+/** The command handler for one stream. */
 export async function handleCommand<C, S, E extends DomainEvent>(
   store: EventStore,
   streamId: string,
@@ -65,25 +161,28 @@ export async function handleCommand<C, S, E extends DomainEvent>(
   command: C,
   options: HandleOptions<E> = {},
 ): Promise<CommandResult<S, E>> {
-  const maxAttempts = options.maxAttempts ?? 5;
+  const cache = aggregateCache(store);
+  const maxAttempts = options.maxAttempts ?? RETRY.maxAttempts;
   for (let attempt = 1; ; attempt++) {
-    const recorded = await store.readStream(streamId);
-    const revision = recorded.length ? recorded[recorded.length - 1]!.revision : -1;
-    let state = fold(decider, recorded.map((e) => toDomain<E>(e)));
+    await pause(RETRY.pauseMs(attempt));
+    const { state, revision, position } = await cache.load(streamId, decider, toDomain<E>);
     const events = decider.decide(command, state);
-    if (events.length === 0) {
-      return { events, state, revision, position: recorded.length ? recorded[recorded.length - 1]!.position : 0 };
-    }
+    if (events.length === 0) return { events, state, revision, position };
     try {
-      const result = await store.appendToStream(streamId, events.map((e, i) => toNew(e, i, options)), {
-        expectedRevision: recorded.length ? revision : 'no_stream',
-      });
-      for (const e of events) state = decider.evolve(state, e);
-      return { events, state, revision: result.nextExpectedRevision, position: result.position };
+      const result = await store.appendToStream(streamId, events.map((e, i) => toNew(e, i, options)), { expectedRevision: expectedOf(revision) });
+      if (result.nextExpectedRevision !== revision + events.length) {
+        // An idempotent retry: the store already held these events; what it holds is the truth.
+        cache.forget(streamId, decider);
+        const now = await cache.load(streamId, decider, toDomain<E>);
+        return { events, state: now.state, revision: now.revision, position: result.position };
+      }
+      let next = state;
+      for (const e of events) next = decider.evolve(next, e);
+      cache.remember(streamId, decider, { state: next, revision: result.nextExpectedRevision, position: result.position });
+      return { events, state: next, revision: result.nextExpectedRevision, position: result.position };
     } catch (err) {
-      if (err instanceof WrongExpectedRevisionError && attempt < maxAttempts) continue;
-      if (err instanceof WrongExpectedRevisionError) throw unavailable(`too much contention on ${streamId}; try again`);
-      throw err;
+      if (!(err instanceof WrongExpectedRevisionError)) throw err;
+      if (attempt >= maxAttempts) throw unavailable(`too much contention on ${streamId}; try again`);
     }
   }
 }

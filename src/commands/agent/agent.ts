@@ -177,6 +177,8 @@ function decideState(c: Extract<AgentCommand, { type: 'SetState' }>, s: AgentSta
 export const agentDecider: Decider<AgentCommand, AgentState, AgentEvent> = {
   initialState: initialAgentState,
   evolve: evolveAgent,
+  // An agent's stream grows with every call: its state is snapshotted (change on any change of evolve).
+  snapshot: 'agent@1',
   decide(c, s) {
     if (!s.exists) throw notFound('agent not found');
     const ids = { svcId: s.svcId, agentId: s.agentId, time: c.time };

@@ -106,3 +106,31 @@ export const deliveryIds = {
   /** Queue job of one round of a delivery. */
   job: (deliveryId: string, round: number) => (round === 0 ? deliveryId : `${deliveryId}.r${round}`),
 };
+
+export type RecordAttemptCommand = {
+  type: 'RecordAttempt';
+  round: number;
+  attempt: number;
+  at: number;
+  statusCode: number | null;
+  error: string | null;
+  /** The round ends failed when this unsuccessful attempt is its last. */
+  last: boolean;
+};
+
+/**
+ * The sender's record of one attempt: only while its round is still pending (a redelivery or an
+ * operator's action meanwhile makes the attempt moot), so a repeated job records nothing twice.
+ */
+export const attemptDecider: Decider<RecordAttemptCommand, DeliveryState, DeliveryEvent> = {
+  initialState: deliveryInitialState,
+  evolve: (s, e) => evolveDelivery(s, e),
+  decide: (c, state) => {
+    if (!state.request || state.status !== 'pending' || state.round !== c.round) return [];
+    const deliveryId = state.request.deliveryId;
+    const events: DeliveryEvent[] = [{ type: 'DeliveryAttempted', data: { deliveryId, round: c.round, attempt: c.attempt, at: c.at, statusCode: c.statusCode, error: c.error } }];
+    if (c.error === null) events.push({ type: 'DeliverySucceeded', data: { deliveryId, round: c.round, at: c.at } });
+    else if (c.last) events.push({ type: 'DeliveryFailed', data: { deliveryId, round: c.round, at: c.at, error: c.error } });
+    return events;
+  },
+};

@@ -3,11 +3,10 @@
  * the drop of contacts not yet dialled, all in one transaction: a refused or interrupted upload
  * stores nothing.
  */
-import { expectedAfter } from '../decider.js';
+import { handleStreams, type DomainEvent } from '../decider.js';
+import type { Folder } from '../aggregate-cache.js';
 import type { Context } from '../../context.js';
-import { WrongExpectedRevisionError, type NewEvent } from '../../gateways/event-store/port.js';
 import { streams } from '../../domain/streams.js';
-import { unavailable } from '../../domain/errors.js';
 import type { ContactDoc } from '../../projections/campaigns.js';
 import type { DialerContact } from './campaign.js';
 
@@ -24,14 +23,19 @@ export interface Upload {
   invalidateOld: boolean;
 }
 
+/** Counts uploads, so each gets the next number (contact ids are `<upload>.<row>`). */
+const uploadCounter: Folder<number, DomainEvent> = {
+  initialState: () => 0,
+  evolve: (n, e) => (e.type === 'CampaignUploaded' ? n + 1 : n),
+};
+
 export async function uploadCampaign(ctx: Context, u: Upload): Promise<number> {
   const streamId = streams.campaign(u.svcId, u.campaignId);
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const recorded = await ctx.events.readStream(streamId);
-    const uploadNo = recorded.filter((e) => e.type === 'CampaignUploaded').length + 1;
+  const r = await handleStreams(ctx.events, [{ streamId, decider: uploadCounter }], async ([campaign]) => {
+    const uploadNo = (campaign!.state as number) + 1;
     const time = ctx.now();
     const ids = { svcId: u.svcId, campaignId: u.campaignId, time };
-    const events: NewEvent[] = [];
+    const events: DomainEvent[] = [];
     if (u.invalidateOld) {
       await ctx.sync.caughtUp();
       const notDialled = await ctx.reads.find<ContactDoc>('campaign-contacts', { svcId: u.svcId, campaignId: u.campaignId, status: 'pending', attempts: 0 });
@@ -45,12 +49,7 @@ export async function uploadCampaign(ctx: Context, u: Upload): Promise<number> {
       const contacts = u.contacts.slice(i, i + BATCH).map((c, j) => ({ contactId: `${uploadNo}.${i + j + 1}`, number: c.number, fields: c.fields }));
       events.push({ type: 'CampaignContactsAdded', data: { ...ids, uploadNo, contacts } });
     }
-    try {
-      const r = await ctx.events.appendToStream(streamId, events, { expectedRevision: expectedAfter(recorded) });
-      return r.position;
-    } catch (err) {
-      if (!(err instanceof WrongExpectedRevisionError)) throw err;
-    }
-  }
-  throw unavailable(`too many concurrent uploads to campaign ${u.campaignId}; try again`);
+    return { appends: [{ streamId, events }], value: null };
+  });
+  return r.position;
 }

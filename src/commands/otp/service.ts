@@ -1,10 +1,8 @@
 /** Issuing and checking OTPs: the slow hashing and the SMS happen here, around the pure decider. */
 import { randomInt, randomUUID } from 'node:crypto';
 import type { Context } from '../../context.js';
-import type { StreamAppend } from '../../gateways/event-store/port.js';
-import { WrongExpectedRevisionError } from '../../gateways/event-store/port.js';
-import { loadAggregate, toNew } from '../decider.js';
-import { otpDecider, sendRetryAfter } from './otp.js';
+import { handleStreams, loadAggregate, type StreamWrite } from '../decider.js';
+import { otpDecider, sendRetryAfter, type OtpState } from './otp.js';
 import type { SmsEvent } from '../sms/sms.js';
 import { streams } from '../../domain/streams.js';
 import { AppError, invalid, unavailable } from '../../domain/errors.js';
@@ -33,25 +31,17 @@ export async function issueOtp(ctx: Context, svcId: number, number: string, keyw
     ctx.logger.warn({ err: String(err), svcId }, 'OTP SMS not accepted by the gateway');
     throw unavailable('the SMS gateway did not accept the code; try again');
   }
-  for (let attempt = 0; ; attempt++) {
-    const { state, expected } = attempt === 0 ? first : await load(ctx, svcId, number);
+  const otpStream = streams.otp(svcId, number);
+  const r = await handleStreams(ctx.events, [{ streamId: otpStream, decider: otpDecider }], ([otp]) => {
     const time = ctx.now();
-    const otpEvents = otpDecider.decide({ type: 'Issue', svcId, number, hash, keyword, smsId, time, ttlMs: otpTtlS * 1000, maxSends: otpSendsPer15Min }, state);
+    const otpEvents = otpDecider.decide({ type: 'Issue', svcId, number, hash, keyword, smsId, time, ttlMs: otpTtlS * 1000, maxSends: otpSendsPer15Min }, otp!.state);
     const smsEvents: SmsEvent[] = [
       { type: 'SmsRequested', data: { id: smsId, svcId, number, message: text('******'), countryCode: '', callTxnId: null, tries: 1, otp: true, userId, time } },
       { type: 'SmsSent', data: { id: smsId, svcId, time, attempt: 1 } },
     ];
-    try {
-      const results = await ctx.events.appendToStreams([
-        { streamId: streams.otp(svcId, number), events: otpEvents.map((e, i) => toNew(e, i)), expectedRevision: expected },
-        { streamId: streams.sms(smsId), events: smsEvents.map((e, i) => toNew(e, i)), expectedRevision: 'no_stream' },
-      ]);
-      return { code, position: Math.max(...results.map((r) => r.position)) };
-    } catch (err) {
-      if (err instanceof WrongExpectedRevisionError && attempt < 4) continue;
-      throw err;
-    }
-  }
+    return { appends: [{ streamId: otpStream, events: otpEvents }, { streamId: streams.sms(smsId), events: smsEvents, expectedRevision: 'no_stream' }], value: null };
+  });
+  return { code, position: r.position };
 }
 
 /**
@@ -65,27 +55,20 @@ export async function verifyOtp(
   number: string,
   code: string,
   purpose: 'validate' | 'click2call',
-  alsoAppend: StreamAppend[] = [],
+  alsoAppend: StreamWrite[] = [],
 ): Promise<number> {
   if (!OTP_RE.test(code)) throw invalid('otp must be the 6-digit code');
-  for (let attempt = 0; ; attempt++) {
-    const { state, expected } = await load(ctx, svcId, number);
+  const otpStream = streams.otp(svcId, number);
+  const r = await handleStreams(ctx.events, [{ streamId: otpStream, decider: otpDecider }], async ([otp]) => {
+    const state = otp!.state as OtpState;
     const matches = state.current ? await verifyPassword(code, state.current.hash) : false;
     const events = otpDecider.decide(
       { type: 'Verify', svcId, number, hash: state.current?.hash ?? null, matches, time: ctx.now(), maxAttempts: ctx.config.otpMaxAttempts, purpose },
       state,
     );
     const verified = events.some((e) => e.type === 'OtpVerified');
-    try {
-      const results = await ctx.events.appendToStreams([
-        { streamId: streams.otp(svcId, number), events: events.map((e, i) => toNew(e, i)), expectedRevision: expected },
-        ...(verified ? alsoAppend : []),
-      ]);
-      if (!verified) throw invalid('otp is wrong');
-      return Math.max(...results.map((r) => r.position));
-    } catch (err) {
-      if (err instanceof WrongExpectedRevisionError && attempt < 4) continue;
-      throw err;
-    }
-  }
+    return { appends: [{ streamId: otpStream, events }, ...(verified ? alsoAppend : [])], value: verified };
+  });
+  if (!r.value) throw invalid('otp is wrong');
+  return r.position;
 }

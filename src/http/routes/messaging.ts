@@ -4,7 +4,6 @@ import { defineRoute, text } from '../route.js';
 import { TRUE, json, textAnswer, actionResult } from '../answers.js';
 import { scopeService } from '../scope.js';
 import { issueOtp, verifyOtp } from '../../commands/otp/service.js';
-import { toNew } from '../../commands/decider.js';
 import { streams } from '../../domain/streams.js';
 import { invalid } from '../../domain/errors.js';
 import { outboundCallStarted, outboundRequest } from './calls.js';
@@ -108,7 +107,7 @@ export const messagingRoutes: RouteRegistrar = (app, ctx) => {
       const request = await outboundRequest(ctx, user, { number: p.number, serviceId: p['service-id'], countryCode: p['country-code'] });
       const started = await outboundCallStarted(ctx, { ...request, origin: 'click2call' });
       const position = await verifyOtp(ctx, request.svcId, p.number, p.otp.trim(), 'click2call', [
-        { streamId: streams.call(started.xnid), events: [toNew({ type: 'CallStarted', data: started }, 0)], expectedRevision: 'no_stream' },
+        { streamId: streams.call(started.xnid), events: [{ type: 'CallStarted', data: started }], expectedRevision: 'no_stream' },
       ]);
       await ctx.sync.waitFor(position);
       return { isError: false, callTxnId: started.xnid };

@@ -6,9 +6,8 @@
  */
 import type { Context } from '../../context.js';
 import { PermanentJobError, errorMessage, type Job } from '../../gateways/queue/port.js';
-import type { NewEvent } from '../../gateways/event-store/port.js';
-import { loadAggregate } from '../../commands/decider.js';
-import { deliveryInitialState, evolveDelivery, type DeliveryRequestedData } from '../../commands/delivery/delivery.js';
+import { handleCommand, loadAggregate } from '../../commands/decider.js';
+import { attemptDecider, type DeliveryRequestedData } from '../../commands/delivery/delivery.js';
 import { streams } from '../../domain/streams.js';
 import { signedHeaders } from '../../gateways/http-delivery/signing.js';
 import { postJson, type HttpPoster } from '../../gateways/http-delivery/post.js';
@@ -41,7 +40,7 @@ export function deliveryHandler(ctx: Context, post: HttpPoster = postJson) {
   return async (job: Job<DeliveryJob>): Promise<void> => {
     const { deliveryId, round } = job.payload;
     const streamId = streams.delivery(deliveryId);
-    const { state } = await loadAggregate(ctx.events, streamId, { initialState: deliveryInitialState, evolve: evolveDelivery });
+    const { state } = await loadAggregate(ctx.events, streamId, attemptDecider);
     const req = state.request;
     if (!req || state.status !== 'pending' || state.round !== round) return;
 
@@ -64,10 +63,7 @@ export function deliveryHandler(ctx: Context, post: HttpPoster = postJson) {
     }
     const at = ctx.now();
     const last = permanent || job.attempt >= job.maxAttempts;
-    const events: NewEvent[] = [{ type: 'DeliveryAttempted', data: { deliveryId, round, attempt: job.attempt, at, statusCode, error } }];
-    if (error === null) events.push({ type: 'DeliverySucceeded', data: { deliveryId, round, at } });
-    else if (last) events.push({ type: 'DeliveryFailed', data: { deliveryId, round, at, error } });
-    await ctx.events.appendToStream(streamId, events, { expectedRevision: 'any' });
+    await handleCommand(ctx.events, streamId, attemptDecider, { type: 'RecordAttempt', round, attempt: job.attempt, at, statusCode, error, last });
     if (error !== null) throw last ? new PermanentJobError(error) : new Error(error);
   };
 }

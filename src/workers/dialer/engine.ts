@@ -11,9 +11,8 @@
  */
 import type { Context } from '../../context.js';
 import type { RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
-import { WrongExpectedRevisionError } from '../../gateways/event-store/port.js';
-import { handleCommand, loadAggregate, toNew } from '../../commands/decider.js';
-import { campaignKey, contactDecider, contactStream, type CampaignEvent } from '../../commands/dialer/campaign.js';
+import { handleCommand, handleStreams, loadAggregate } from '../../commands/decider.js';
+import { campaignKey, contactDecider, contactStream, type CampaignEvent, type ContactState } from '../../commands/dialer/campaign.js';
 import type { CallEndedData } from '../../domain/call-events.js';
 import { streams } from '../../domain/streams.js';
 import type { CampaignDoc, ContactDoc } from '../../projections/campaigns.js';
@@ -239,36 +238,44 @@ export class DialerEngine {
     return best;
   }
 
+  /** Places one attempt with its call (one transaction); false when the contact needs none now. */
   private async place(campaign: Campaign, contact: Pending): Promise<boolean> {
     campaign.pending.delete(contact.contactId);
     const stream = contactStream(campaign.svcId, campaign.campaignId, contact.contactId);
-    const { state, expected } = await loadAggregate(this.ctx.events, stream, contactDecider);
-    const attempt = state.attempts + 1;
-    const started = await outboundCallStarted(this.ctx, {
-      svcId: campaign.svcId,
-      number: contact.number,
-      origin: 'dialer',
-      namedAgentId: null,
-      agentFirst: false,
-      recording: true,
-      wrapUp: true,
-      userId: null,
-      source: { kind: 'dialer', campaignId: campaign.campaignId, contactId: contact.contactId, attempt },
-    });
-    const ids = { svcId: campaign.svcId, campaignId: campaign.campaignId, contactId: contact.contactId, time: this.ctx.now() };
-    const events = contactDecider.decide({ type: 'Attempt', ids, attempt, xnid: started.xnid, number: contact.number, maxTries: this.ctx.config.dialerMaxTries }, state);
-    if (events.length === 0) return false;
+    let r;
     try {
-      await this.ctx.events.appendToStreams([
-        { streamId: stream, events: events.map((e, i) => toNew(e, i)), expectedRevision: expected },
-        { streamId: streams.call(started.xnid), events: [toNew({ type: 'CallStarted', data: started }, 0)], expectedRevision: 'no_stream' },
-      ]);
+      r = await handleStreams(this.ctx.events, [{ streamId: stream, decider: contactDecider }], async ([loaded]) => {
+        const state = loaded!.state as ContactState;
+        const attempt = state.attempts + 1;
+        const started = await outboundCallStarted(this.ctx, {
+          svcId: campaign.svcId,
+          number: contact.number,
+          origin: 'dialer',
+          namedAgentId: null,
+          agentFirst: false,
+          recording: true,
+          wrapUp: true,
+          userId: null,
+          source: { kind: 'dialer', campaignId: campaign.campaignId, contactId: contact.contactId, attempt },
+        });
+        const ids = { svcId: campaign.svcId, campaignId: campaign.campaignId, contactId: contact.contactId, time: this.ctx.now() };
+        const events = contactDecider.decide({ type: 'Attempt', ids, attempt, xnid: started.xnid, number: contact.number, maxTries: this.ctx.config.dialerMaxTries }, state);
+        if (events.length === 0) return { appends: [], value: null };
+        return {
+          appends: [
+            { streamId: stream, events },
+            { streamId: streams.call(started.xnid), events: [{ type: 'CallStarted', data: started }], expectedRevision: 'no_stream' as const },
+          ],
+          value: started.xnid,
+        };
+      });
     } catch (err) {
-      if (err instanceof WrongExpectedRevisionError) return false;
+      // Not placed (a store error, or conflicts that persisted): the contact stays due.
       campaign.pending.set(contact.contactId, contact);
       throw err;
     }
-    this.inFlight.set(started.xnid, { campaign: campaignKey(campaign.svcId, campaign.campaignId), contactId: contact.contactId, svcId: campaign.svcId, bridged: false });
+    if (r.value === null) return false;
+    this.inFlight.set(r.value, { campaign: campaignKey(campaign.svcId, campaign.campaignId), contactId: contact.contactId, svcId: campaign.svcId, bridged: false });
     return true;
   }
 }

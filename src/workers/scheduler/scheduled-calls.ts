@@ -7,9 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from '../../context.js';
 import type { RecordedEvent } from '../../gateways/event-store/port.js';
-import { WrongExpectedRevisionError } from '../../gateways/event-store/port.js';
-import { handleCommand, loadAggregate, toNew } from '../../commands/decider.js';
-import { scheduleDecider, type CallScheduledData } from '../../commands/schedule/schedule.js';
+import { handleCommand, handleStreams } from '../../commands/decider.js';
+import { scheduleDecider, type CallScheduledData, type ScheduleState } from '../../commands/schedule/schedule.js';
 import type { CallEndedData } from '../../domain/call-events.js';
 import type { CallStartedData } from '../../commands/call/call.js';
 import { streams } from '../../domain/streams.js';
@@ -20,11 +19,17 @@ export const SCHEDULE_QUEUE = 'scheduled-call';
 
 const jobId = (id: string, attempt: number) => `${id}:${attempt}`;
 
+/**
+ * Places attempt `attempt` with its call, or nothing when it is placed already (or the schedule is
+ * over). Conflicts that persist throw (503), so the queue runs the job again: a job never completes
+ * without its call placed.
+ */
 async function placeAttempt(ctx: Context, id: string, attempt: number) {
-  for (let tries = 0; tries < 5; tries++) {
-    const { state, expected } = await loadAggregate(ctx.events, streams.schedule(id), scheduleDecider);
+  const scheduleStream = streams.schedule(id);
+  await handleStreams(ctx.events, [{ streamId: scheduleStream, decider: scheduleDecider }], async ([schedule]) => {
+    const state = schedule!.state as ScheduleState;
     const s = state.scheduled;
-    if (!s || state.done || state.attempts >= attempt) return;
+    if (!s || state.done || state.attempts >= attempt) return { appends: [], value: null };
     const started = await outboundCallStarted(ctx, {
       svcId: s.svcId,
       number: s.number,
@@ -39,17 +44,15 @@ async function placeAttempt(ctx: Context, id: string, attempt: number) {
       xnid: randomUUID(),
     });
     const events = scheduleDecider.decide({ type: 'PlaceAttempt', attempt, xnid: started.xnid, time: ctx.now() }, state);
-    if (events.length === 0) return;
-    try {
-      await ctx.events.appendToStreams([
-        { streamId: streams.schedule(id), events: events.map((e, i) => toNew(e, i)), expectedRevision: expected },
-        { streamId: streams.call(started.xnid), events: [toNew({ type: 'CallStarted', data: started }, 0)], expectedRevision: 'no_stream' },
-      ]);
-      return;
-    } catch (err) {
-      if (!(err instanceof WrongExpectedRevisionError)) throw err;
-    }
-  }
+    if (events.length === 0) return { appends: [], value: null };
+    return {
+      appends: [
+        { streamId: scheduleStream, events },
+        { streamId: streams.call(started.xnid), events: [{ type: 'CallStarted', data: started }], expectedRevision: 'no_stream' },
+      ],
+      value: null,
+    };
+  });
 }
 
 export async function startScheduledCalls(ctx: Context): Promise<Follower> {

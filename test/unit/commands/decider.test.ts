@@ -1,8 +1,8 @@
 /** handleCommand: read, fold, decide, append with the expected revision; retry on a conflict. */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { handleCommand, type Decider, type DomainEvent } from '../../../src/commands/decider.js';
+import { handleCommand, handleStreams, type Decider, type DomainEvent } from '../../../src/commands/decider.js';
 import { SqliteEventStore } from '../../../src/gateways/event-store/sqlite.js';
-import type { EventStore, ExpectedRevision, NewEvent } from '../../../src/gateways/event-store/port.js';
+import type { EventStore, ExpectedRevision, NewEvent, StreamAppend } from '../../../src/gateways/event-store/port.js';
 import { conflict } from '../../../src/domain/errors.js';
 
 type CounterEvent = DomainEvent<'Added', { by: number; total: number }>;
@@ -42,6 +42,15 @@ class RacingStore {
       await this.inner.appendToStream(streamId, [{ type: 'Added', data: { by: 100, total: -1 } }]);
     }
     return this.inner.appendToStream(streamId, events, options);
+  }
+  /** Races on the first stream of each multi-stream append. */
+  async appendToStreams(appends: StreamAppend[]) {
+    this.appends.push(appends[0]!.expectedRevision);
+    if (this.times > 0) {
+      this.times--;
+      await this.inner.appendToStream(appends[0]!.streamId, [{ type: 'Added', data: { by: 100, total: -1 } }]);
+    }
+    return this.inner.appendToStreams(appends);
   }
 }
 
@@ -127,5 +136,87 @@ describe('handleCommand', () => {
     // The retry decides on the new state, but its event id is already stored: nothing is added.
     await handleCommand(store, 'counter-1', counter(), { type: 'Add', by: 2 }, opts);
     expect(await store.readStream('counter-1')).toHaveLength(1);
+  });
+
+  it('reads only the events after the cached revision, and never serves a state older than the store', async () => {
+    await given('counter-1', 1, 2);
+    const reads: (number | undefined)[] = [];
+    const spy = { readStream: (id: string, o?: { fromRevision?: number }) => (reads.push(o?.fromRevision), store.readStream(id, o)), appendToStream: store.appendToStream.bind(store) };
+    const d = counter();
+    await handleCommand(spy as unknown as EventStore, 'counter-1', d, { type: 'Add', by: 4 });
+    // Another writer (another process on the same file) appends behind the cache's back.
+    await store.appendToStream('counter-1', [{ type: 'Added', data: { by: 10, total: 17 } }]);
+    const r = await handleCommand(spy as unknown as EventStore, 'counter-1', d, { type: 'Add', by: 0 });
+    expect(r.state).toEqual({ total: 17 });
+    expect(reads).toEqual([0, 3]);
+  });
+});
+
+describe('handleStreams (several streams, one transaction)', () => {
+  let store: SqliteEventStore;
+  beforeEach(() => {
+    store = new SqliteEventStore(':memory:');
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+  const d = counter();
+  /** Moves `by` from stream a to stream b, refusing to go below 0: depends on both states. */
+  const transfer = (by: number) => (loaded: { state: CounterState }[]) => {
+    const [a, b] = loaded as { state: CounterState }[];
+    if (a!.state.total < by) throw conflict('not enough');
+    return {
+      appends: [
+        { streamId: 'a', events: [{ type: 'Added', data: { by: -by, total: a!.state.total - by } }] },
+        { streamId: 'b', events: [{ type: 'Added', data: { by, total: b!.state.total + by } }] },
+        { streamId: 'log-1', events: [{ type: 'Moved', data: { by } }], expectedRevision: 'no_stream' as const },
+      ],
+      value: by,
+    };
+  };
+  const reads = [
+    { streamId: 'a', decider: d },
+    { streamId: 'b', decider: d },
+  ];
+
+  it('appends to every stream at once, each against the revision it read', async () => {
+    await store.appendToStream('a', [{ type: 'Added', data: { by: 5, total: 5 } }]);
+    const racing = new RacingStore(store, 0);
+    const r = await handleStreams(racing as unknown as EventStore, reads, transfer(3));
+    expect(racing.appends).toEqual([0]);
+    expect(r.value).toBe(3);
+    expect(r.states).toEqual([{ total: 2 }, { total: 3 }]);
+    expect(r.position).toBe(await store.headPosition());
+    expect((await store.readStream('log-1')).map((e) => e.type)).toEqual(['Moved']);
+  });
+
+  it('on a conflict on one stream decides again on fresh state of all, appending once', async () => {
+    await store.appendToStream('a', [{ type: 'Added', data: { by: 5, total: 5 } }]);
+    const racing = new RacingStore(store, 2);
+    const r = await handleStreams(racing as unknown as EventStore, reads, transfer(3));
+    expect(racing.appends).toEqual([0, 1, 2]);
+    expect(r.states).toEqual([{ total: 202 }, { total: 3 }]);
+    expect(await store.readStream('b')).toHaveLength(1);
+    expect(await store.readStream('log-1')).toHaveLength(1);
+  });
+
+  it('ends in 503 UNAVAILABLE after the retry budget, having appended nothing of its own to any stream', async () => {
+    await store.appendToStream('a', [{ type: 'Added', data: { by: 5, total: 5 } }]);
+    const racing = new RacingStore(store, 100);
+    await expect(handleStreams(racing as unknown as EventStore, reads, transfer(3), { maxAttempts: 4 })).rejects.toMatchObject({ code: 'UNAVAILABLE', status: 503 });
+    expect(racing.appends).toHaveLength(4);
+    expect(await store.readStream('b')).toHaveLength(0);
+    expect(await store.readStream('log-1')).toHaveLength(0);
+  });
+
+  it('the default policy also ends in 503, never a silent give-up', async () => {
+    const racing = new RacingStore(store, 1000);
+    await expect(handleStreams(racing as unknown as EventStore, reads, transfer(0))).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    await expect(handleCommand(racing as unknown as EventStore, 'a', counter(), { type: 'Add', by: 1 })).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+  });
+
+  it('a refusal by the decision is thrown at once, with nothing appended', async () => {
+    await expect(handleStreams(store, reads, transfer(3))).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect(await store.headPosition()).toBe(0);
   });
 });

@@ -1,0 +1,178 @@
+/**
+ * Aggregates at constant cost. Per event store, a bounded LRU of folded states (state + revision +
+ * position) per (stream, evolve function). Loading an aggregate reads only the events after the
+ * cached revision (one indexed read that returns nothing when nobody else wrote), so it is never
+ * older than the store, whoever wrote (another process on the same DATA_DIR included), and a conflict
+ * refreshes it by the same read. A cold start begins at the latest snapshot (deciders that name a
+ * `snapshot` key), so no load folds more than SNAPSHOT_EVERY events plus what arrived since.
+ *
+ * Store-agnostic: it uses only `readStream(streamId, { fromRevision })` of the EventStore port, so it
+ * serves every adapter; snapshots live behind their own small port.
+ */
+import type { EventStore, RecordedEvent } from '../gateways/event-store/port.js';
+
+export interface Folder<S, E> {
+  initialState: () => S;
+  evolve: (state: S, event: E) => S;
+  /**
+   * Stable name and version of the state's shape (`agent@1`): enables snapshots. Change it when
+   * `evolve` or the state changes, so older snapshots are ignored. State must survive JSON.
+   */
+  snapshot?: string;
+}
+
+export interface Loaded<S> {
+  state: S;
+  /** Revision of the stream's last event folded in (-1: no stream). */
+  revision: number;
+  /** Global position of that event (0: no stream). */
+  position: number;
+}
+
+export interface Snapshot {
+  revision: number;
+  position: number;
+  state: unknown;
+}
+
+/** Where folded states are kept between processes. Losing one only costs a longer fold. */
+export interface SnapshotStore {
+  get(key: string): Snapshot | undefined | Promise<Snapshot | undefined>;
+  put(key: string, snapshot: Snapshot): void | Promise<void>;
+  close?(): void | Promise<void>;
+}
+
+export class MemorySnapshotStore implements SnapshotStore {
+  readonly map = new Map<string, Snapshot>();
+  get(key: string) {
+    const s = this.map.get(key);
+    return s && { ...s, state: structuredClone(s.state) };
+  }
+  put(key: string, snapshot: Snapshot) {
+    this.map.set(key, { ...snapshot, state: structuredClone(snapshot.state) });
+  }
+}
+
+interface Entry extends Loaded<unknown> {
+  /** Revision of the last snapshot written or read for this stream (-1: none). */
+  snapshotAt: number;
+}
+
+/** Write a snapshot once this many events were folded past the previous one. */
+export const SNAPSHOT_EVERY = 500;
+/** Streams kept per store: ~a few hundred bytes each. */
+export const CACHE_MAX = 20_000;
+/** Events read per page when folding (bounds memory on a cold fold). */
+const PAGE = 1000;
+
+const folderIds = new WeakMap<object, number>();
+let nextFolderId = 1;
+const folderId = (evolve: object) => {
+  let id = folderIds.get(evolve);
+  if (id === undefined) folderIds.set(evolve, (id = nextFolderId++));
+  return id;
+};
+
+export class AggregateCache {
+  private readonly entries = new Map<string, Entry>();
+  hits = 0;
+  misses = 0;
+  eventsFolded = 0;
+
+  constructor(
+    private readonly store: EventStore,
+    public snapshots: SnapshotStore | null = null,
+    private readonly max = CACHE_MAX,
+  ) {}
+
+  private key(streamId: string, folder: Folder<unknown, unknown>) {
+    return `${folderId(folder.evolve)}|${streamId}`;
+  }
+
+  /** The stream folded up to the store's latest event. */
+  async load<S, E>(streamId: string, folder: Folder<S, E>, toEvent: (e: RecordedEvent) => E): Promise<Loaded<S>> {
+    const f = folder as Folder<unknown, unknown>;
+    const key = this.key(streamId, f);
+    let entry = this.entries.get(key);
+    if (entry) {
+      this.hits++;
+    } else {
+      this.misses++;
+      entry = { state: f.initialState(), revision: -1, position: 0, snapshotAt: -1 };
+      if (f.snapshot && this.snapshots) {
+        const snap = await this.snapshots.get(`${f.snapshot}|${streamId}`);
+        if (snap) entry = { state: snap.state, revision: snap.revision, position: snap.position, snapshotAt: snap.revision };
+      }
+    }
+    // Copy so that a concurrent load of the same stream never sees a half-folded entry.
+    let { state, revision, position } = entry;
+    for (;;) {
+      const page = await this.store.readStream(streamId, { fromRevision: revision + 1, maxCount: PAGE });
+      for (const e of page) {
+        state = f.evolve(state, toEvent(e));
+        revision = e.revision;
+        position = e.position;
+      }
+      this.eventsFolded += page.length;
+      if (page.length < PAGE) break;
+    }
+    const current = this.entries.get(key);
+    // Another load may have gone further meanwhile: keep the newer one.
+    const fresh = current && current.revision > revision ? current : { state, revision, position, snapshotAt: Math.max(entry.snapshotAt, current?.snapshotAt ?? -1) };
+    this.entries.delete(key); // LRU: the newest goes last
+    this.set(key, fresh);
+    this.maybeSnapshot(streamId, f, fresh);
+    return { state: state as S, revision, position };
+  }
+
+  /** Records the state after an append of ours (only when the append stored exactly what we folded). */
+  remember<S>(streamId: string, folder: Folder<S, any>, loaded: Loaded<S>) {
+    const f = folder as Folder<unknown, unknown>;
+    const key = this.key(streamId, f);
+    const current = this.entries.get(key);
+    if (current && current.revision >= loaded.revision) return;
+    const entry: Entry = { ...loaded, snapshotAt: current?.snapshotAt ?? -1 };
+    if (current) this.entries.delete(key);
+    this.set(key, entry);
+    this.maybeSnapshot(streamId, f, entry);
+  }
+
+  /** Drops what is known of a stream (an append whose outcome we cannot fold ourselves). */
+  forget(streamId: string, folder: Folder<any, any>) {
+    this.entries.delete(this.key(streamId, folder as Folder<unknown, unknown>));
+  }
+
+  get size() {
+    return this.entries.size;
+  }
+
+  private set(key: string, entry: Entry) {
+    this.entries.set(key, entry);
+    if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value!);
+  }
+
+  private maybeSnapshot(streamId: string, f: Folder<unknown, unknown>, entry: Entry) {
+    if (!f.snapshot || !this.snapshots || entry.revision - entry.snapshotAt < SNAPSHOT_EVERY) return;
+    entry.snapshotAt = entry.revision;
+    try {
+      // A snapshot is an optimisation: failing to write one must never fail the command.
+      void Promise.resolve(this.snapshots.put(`${f.snapshot}|${streamId}`, { revision: entry.revision, position: entry.position, state: entry.state })).catch(() => {});
+    } catch {
+      /* ignored: see above */
+    }
+  }
+}
+
+const caches = new WeakMap<EventStore, AggregateCache>();
+
+/** The aggregate cache of an event store (one per store instance, created on first use). */
+export function aggregateCache(store: EventStore): AggregateCache {
+  let cache = caches.get(store);
+  if (!cache) caches.set(store, (cache = new AggregateCache(store)));
+  return cache;
+}
+
+/** Gives a store's aggregate cache a snapshot store (platform start-up). */
+export function useSnapshots(store: EventStore, snapshots: SnapshotStore) {
+  aggregateCache(store).snapshots = snapshots;
+}
