@@ -28,10 +28,12 @@ export class AppError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly headers: Record<string, string> = {},
+    /** A more precise 4xx than the code's own (414, 415, 431), the body still the contract's. */
+    status?: number,
   ) {
     super(message);
     this.name = 'AppError';
-    this.status = STATUS[code];
+    this.status = status ?? STATUS[code];
   }
   /** fastify and its plugins read `statusCode`. */
   get statusCode(): number {

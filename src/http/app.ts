@@ -9,7 +9,7 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import type { Context } from '../context.js';
 import { AppError, unauthorized } from '../domain/errors.js';
 import { Authenticator, type AuthUser } from './auth/authenticator.js';
-import { registerErrorHandling } from './errors.js';
+import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './errors.js';
 import { routes } from './routes/index.js';
 import { validationError } from './params.js';
 import { errorBodySchema } from './route.js';
@@ -22,9 +22,19 @@ declare module 'fastify' {
   interface FastifyInstance {
     operatorAuth: (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
     authenticator: Authenticator;
-    /** Every route registered (method, url, whether the document hides it): the OpenAPI test walks it. */
-    routeList: { method: string; url: string; hidden: boolean }[];
+    /**
+     * Every route registered (method, url, whether the document hides it, its parameter names):
+     * the OpenAPI test and the fuzzer walk it.
+     */
+    routeList: RouteTableEntry[];
   }
+}
+
+export interface RouteTableEntry {
+  method: string;
+  url: string;
+  hidden: boolean;
+  params: string[];
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -54,6 +64,9 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     // The contract's message names the parameter; errors.ts turns it into the error body.
     schemaErrorFormatter: (errors) => new Error(validationError(errors as ErrorObject[]).message),
     return503OnClosing: true,
+    // Errors raised before a route runs get the contract's body too (src/http/errors.ts).
+    frameworkErrors,
+    clientErrorHandler,
   });
   // Answers are rendered by src/http/route.ts; response schemas document them, they do not filter them.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
@@ -72,7 +85,10 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
   const routeList: FastifyInstance['routeList'] = [];
   app.decorate('routeList', routeList);
   app.addHook('onRoute', (r) => {
-    for (const method of [r.method].flat()) routeList.push({ method, url: r.url, hidden: Boolean((r.schema as { hide?: boolean } | undefined)?.hide) });
+    const schema = (r.schema ?? {}) as Record<string, { properties?: Record<string, unknown> } | undefined> & { hide?: boolean };
+    const params = new Set<string>();
+    for (const part of ['querystring', 'body', 'params'] as const) for (const k of Object.keys(schema[part]?.properties ?? {})) params.add(k);
+    for (const method of [r.method].flat()) routeList.push({ method, url: r.url, hidden: Boolean(schema.hide), params: [...params] });
   });
   app.decorateRequest('user', null);
 

@@ -1,5 +1,11 @@
-/** Renders every failure as the contract's error body; never a stack trace, never a 500 for bad input. */
-import type { FastifyError, FastifyInstance } from 'fastify';
+/**
+ * The one mapping from failures to the contract's error body `{"isError", "code", "message"}`:
+ * route errors, fastify's framework errors (bad URLs), the HTTP parser's client errors (oversized
+ * headers, garbage) and the body parsers' errors all come through here. Never a stack trace,
+ * never a 5xx for bad input.
+ */
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type ErrorCode } from '../domain/errors.js';
 
 export interface ErrorBody {
@@ -8,6 +14,15 @@ export interface ErrorBody {
   message: string;
 }
 
+/** Longest request target (path and query) served; longer is 414. */
+export const MAX_URL_LENGTH = 8192;
+
+/**
+ * What the multipart parser (busboy) throws as plain Errors when a body is not the multipart its
+ * content type claims: no boundary, a truncated body, a part cut short.
+ */
+const MALFORMED_MULTIPART = /^(Multipart: Boundary not found|Boundary required|Unexpected end of multipart data|\w+ terminated early due to unexpected end of multipart data|Unexpected end of form|Malformed part header)$/;
+
 export function toAppError(err: unknown): AppError | null {
   if (err instanceof AppError) return err;
   const e = err as Partial<FastifyError> & { statusCode?: number; code?: string; message?: string };
@@ -15,18 +30,24 @@ export function toAppError(err: unknown): AppError | null {
   const code = e?.code ?? '';
   // A route schema refused a parameter: the message (params.ts) already names it.
   if (code === 'FST_ERR_VALIDATION' && Array.isArray((e as { validation?: unknown }).validation)) return new AppError('INVALID_PARAMETER', e.message ?? 'invalid parameters');
+  const message = typeof e?.message === 'string' ? e.message : '';
   if (code === 'FST_ERR_CTP_BODY_TOO_LARGE' || code === 'FST_REQ_FILE_TOO_LARGE' || status === 413) {
     return new AppError('PAYLOAD_TOO_LARGE', 'request body is over its limit');
   }
   if (status === 401) return new AppError('UNAUTHORIZED', 'missing or wrong credentials');
   if (status === 429) return new AppError('RATE_LIMITED', 'too many requests');
   if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || status === 415) {
-    return new AppError('INVALID_PARAMETER', 'unsupported content type: send a query string, form, multipart or JSON body');
+    return new AppError('INVALID_PARAMETER', 'unsupported content type: send a query string, form, multipart or JSON body', {}, 415);
   }
-  if (code.startsWith('FST_ERR_CTP') || code.startsWith('FST_') || code.startsWith('FST_INVALID_MULTIPART') || (status !== undefined && status >= 400 && status < 500)) {
-    return new AppError('INVALID_PARAMETER', `malformed request: ${e.message ?? 'bad request'}`);
+  if (code === 'FST_ERR_BAD_URL') return new AppError('INVALID_PARAMETER', 'the URL has a malformed percent-encoding');
+  if (code === 'FST_ERR_MAX_PARAM_LENGTH') return new AppError('INVALID_PARAMETER', 'a path segment of the URL is too long', {}, 414);
+  if (MALFORMED_MULTIPART.test(message) || code === 'FST_INVALID_MULTIPART_CONTENT_TYPE' || code === 'FST_MP_PREMATURE_CLOSE') {
+    return new AppError('INVALID_PARAMETER', `malformed multipart body: ${message || code}`);
   }
-  if (code === 'SQLITE_BUSY' || code === 'ECONNREFUSED' || code === 'ETIMEDOUT') {
+  if (code.startsWith('FST_ERR_CTP') || code.startsWith('FST_') || (status !== undefined && status >= 400 && status < 500)) {
+    return new AppError('INVALID_PARAMETER', `malformed request: ${message || 'bad request'}`);
+  }
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_FULL' || code === 'SQLITE_READONLY' || code === 'SQLITE_IOERR' || code === 'SQLITE_CANTOPEN' || code === 'ECONNREFUSED' || code === 'ETIMEDOUT') {
     return new AppError('UNAVAILABLE', 'a backing store is unreachable; nothing was done');
   }
   return null;
@@ -36,21 +57,55 @@ export function body(err: AppError): ErrorBody {
   return { isError: true, code: err.code, message: err.message };
 }
 
+function sendError(req: FastifyRequest, reply: FastifyReply, err: unknown) {
+  const appErr = toAppError(err);
+  if (!appErr) {
+    req.log.error({ err }, 'unhandled error');
+    return reply.code(500).type('application/json; charset=utf-8').send(body(new AppError('INTERNAL', 'internal error')));
+  }
+  for (const [k, v] of Object.entries(appErr.headers)) reply.header(k, v);
+  if (appErr.code === 'UNAUTHORIZED' && req.url.startsWith('/api/')) {
+    reply.header('WWW-Authenticate', 'Basic realm="telephony"');
+  }
+  if (appErr.status >= 500) req.log.warn({ code: appErr.code, msg: appErr.message }, 'request failed');
+  return reply.code(appErr.status).type('application/json; charset=utf-8').send(body(appErr));
+}
+
+/** fastify's `frameworkErrors` option: errors raised before routing (bad percent-encoding, long segments). */
+export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply) {
+  return sendError(req, reply, err);
+}
+
+/**
+ * fastify's `clientErrorHandler`: the HTTP parser refused the request before fastify saw it
+ * (headers over Node's limit: 431; unparseable: 400). Answered on the raw socket, then closed.
+ */
+export function clientErrorHandler(err: Error & { code?: string }, socket: Socket) {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  let status = 400;
+  let message = 'malformed HTTP request';
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    status = 431;
+    message = 'request headers (or URL) over the size limit';
+  } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    status = 408;
+    message = 'the request was not received in time';
+  }
+  const payload = JSON.stringify(body(new AppError('INVALID_PARAMETER', message, {}, status)));
+  const reason = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' }[status];
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${payload}`);
+  }
+  socket.destroy(err);
+}
+
 export function registerErrorHandling(app: FastifyInstance) {
-  app.setErrorHandler((err, req, reply) => {
-    const appErr = toAppError(err);
-    if (!appErr) {
-      req.log.error({ err }, 'unhandled error');
-      return reply.code(500).type('application/json; charset=utf-8').send(body(new AppError('INTERNAL', 'internal error')));
-    }
-    for (const [k, v] of Object.entries(appErr.headers)) reply.header(k, v);
-    if (appErr.code === 'UNAUTHORIZED' && req.url.startsWith('/api/')) {
-      reply.header('WWW-Authenticate', 'Basic realm="telephony"');
-    }
-    if (appErr.status >= 500) req.log.warn({ code: appErr.code, msg: appErr.message }, 'request failed');
-    return reply.code(appErr.status).type('application/json; charset=utf-8').send(body(appErr));
-  });
+  app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
   app.setNotFoundHandler((req, reply) => {
     reply.code(404).type('application/json; charset=utf-8').send(body(new AppError('NOT_FOUND', `no such endpoint: ${req.method} ${req.url.split('?')[0]}`)));
+  });
+  // Before every other hook (rate limit, auth): an over-long URL is refused whatever it names.
+  app.addHook('onRequest', async (req) => {
+    if (req.url.length > MAX_URL_LENGTH) throw new AppError('INVALID_PARAMETER', `the URL is longer than ${MAX_URL_LENGTH} characters`, {}, 414);
   });
 }

@@ -2,17 +2,19 @@
 import type { Context } from '../context.js';
 import type { AuthUser } from '../http/auth/authenticator.js';
 import type { CallDoc } from '../projections/calls.js';
-import { forbidden, notFound } from '../domain/errors.js';
+import { notFound } from '../domain/errors.js';
 import { summaryTime } from '../domain/time.js';
 
 /** How long a recording URL handed out in a read stays valid. */
 export const READ_RECORDING_TTL_MS = 24 * 3600 * 1000;
 
-/** A call the user may act on: 404 when unknown, 403 when it belongs to another tenant's service. */
+/**
+ * A call the user may act on. Another tenant's call is answered exactly like an unknown one (404,
+ * same message), so a stranger cannot learn that a call id exists.
+ */
 export async function callFor(ctx: Context, user: AuthUser, xnid: string): Promise<CallDoc> {
   const doc = await ctx.reads.get<CallDoc>('calls', xnid);
-  if (!doc) throw notFound(`call ${xnid} not found`);
-  if (!user.services.includes(doc.svcId)) throw forbidden(`call ${xnid} belongs to a service not assigned to these credentials`);
+  if (!doc || !user.services.includes(doc.svcId)) throw notFound(`call ${xnid} not found`);
   return doc;
 }
 
