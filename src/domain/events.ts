@@ -1,5 +1,6 @@
 /** Event vocabulary shared by commands, projections and workers. */
 import type { DomainEvent } from '../commands/decider.js';
+import type { CallingHours } from './calling-hours.js';
 
 export interface SkillDef {
   id: number;
@@ -25,6 +26,8 @@ export interface ServiceProvisionedData {
   webhook: { url: string; secret: string } | null;
   socketKey: string | null;
   blocked: string[];
+  /** Present only when set (CONTRACT section 15): the dialer and scheduled calls wait for them. */
+  callingHours?: CallingHours;
 }
 
 export interface AgentProvisionedData {
@@ -44,6 +47,8 @@ export interface CustomerProvisionedData {
   address: string;
   note: string;
   email: string | null;
+  /** Present (true) only when the customer asked not to be called (CONTRACT section 15). */
+  dnd?: true;
 }
 
 export interface UserProvisionedData {

@@ -59,7 +59,8 @@ export const customersProjection: Projection<CustomerDoc> = {
       note: d.note,
       email: d.email,
       countryCode: doc?.countryCode ?? '',
-      dnd: doc?.dnd ?? false,
+      // Provisioning is the only source of dnd: a document that drops it lets the number be called again.
+      dnd: d.dnd === true,
       recentTxnIds: doc?.recentTxnIds ?? [],
       updateTime: e.time,
     };

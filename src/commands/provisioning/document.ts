@@ -1,6 +1,7 @@
 /** The provisioning document of CONTRACT section 3: schema, and checks a schema cannot express. */
 import { Ajv, type ErrorObject } from 'ajv';
 import { invalid } from '../../domain/errors.js';
+import { callingHoursProblem, type CallingHours } from '../../domain/calling-hours.js';
 
 export interface ProvisioningDocument {
   services: Array<{
@@ -14,7 +15,8 @@ export interface ProvisioningDocument {
     webhook?: { url: string; secret: string } | null;
     socketKey?: string | null;
     blocked?: string[];
-    customers?: Array<{ number: string; name?: string; address?: string; note?: string; email?: string | null }>;
+    callingHours?: CallingHours | null;
+    customers?: Array<{ number: string; name?: string; address?: string; note?: string; email?: string | null; dnd?: boolean }>;
     agents?: Array<{
       id: number;
       name: string;
@@ -77,6 +79,13 @@ const schema = {
           },
           socketKey: { anyOf: [{ type: 'null' }, str(200, 1)] },
           blocked: { type: 'array', maxItems: 100000, items: phone },
+          // The times themselves are checked below, with a message that says what a valid one is.
+          callingHours: {
+            anyOf: [
+              { type: 'null' },
+              { type: 'object', required: ['from', 'to'], properties: { from: { type: 'string' }, to: { type: 'string' } } },
+            ],
+          },
           customers: {
             type: 'array',
             maxItems: 100000,
@@ -89,6 +98,7 @@ const schema = {
                 address: str(500),
                 note: str(2000),
                 email: { anyOf: [{ type: 'null' }, str(320)] },
+                dnd: { type: 'boolean' },
               },
             },
           },
@@ -202,6 +212,10 @@ export function validateProvisioning(input: unknown, existing: ExistingState): P
     }
     docCustomer.set(s.id, s.customer);
     if (s.timezone !== undefined && !isValidTimezone(s.timezone)) throw invalid(`${at}.timezone "${s.timezone}" is not a known time zone`);
+    if (s.callingHours) {
+      const problem = callingHoursProblem(s.callingHours);
+      if (problem) throw invalid(`${at}.callingHours.${problem}`);
+    }
     const unique = <T>(items: T[] | undefined, key: (t: T) => unknown, what: string) => {
       const seen = new Set<unknown>();
       (items ?? []).forEach((item, j) => {

@@ -113,6 +113,8 @@ export async function applyProvisioning(store: EventStore, input: unknown): Prom
       webhook: s.webhook ? { url: s.webhook.url, secret: s.webhook.secret } : null,
       socketKey: s.socketKey ?? null,
       blocked: s.blocked ?? [],
+      // Left out when unset, so documents applied before calling hours existed still apply as no change.
+      ...(s.callingHours ? { callingHours: { from: s.callingHours.from, to: s.callingHours.to } } : {}),
     };
     await add(streams.service(s.id), 'ServiceProvisioned', data, (ev) => !sameJson(lastOf(ev, 'ServiceProvisioned'), data));
     for (const a of s.agents ?? []) {
@@ -136,6 +138,7 @@ export async function applyProvisioning(store: EventStore, input: unknown): Prom
         address: c.address ?? '',
         note: c.note ?? '',
         email: c.email ?? null,
+        ...(c.dnd === true ? { dnd: true as const } : {}),
       };
       await add(streams.customer(s.id, c.number), 'CustomerProvisioned', customer, (ev) => !sameJson(lastOf(ev, 'CustomerProvisioned'), customer));
     }

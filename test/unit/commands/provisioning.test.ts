@@ -104,6 +104,29 @@ describe('applyProvisioning', () => {
     expect((await store.readStream('username-asha')).map((e) => e.type)).toEqual(['UsernameClaimed', 'UsernameReleased', 'UsernameClaimed']);
   });
 
+  it('calling hours and dnd are provisioning events, applied idempotently, and can be taken back', async () => {
+    await applyProvisioning(store, exampleDoc());
+    const doc = exampleDoc();
+    doc.services[0].callingHours = { from: '22:00', to: '06:00' };
+    doc.services[0].customers[0].dnd = true;
+    const head = await store.headPosition();
+    expect((await applyProvisioning(store, doc)).appended).toBe(2);
+    const added = await store.readAll({ after: head });
+    expect(added.map((e) => `${e.streamId} ${e.type}`)).toEqual(['service-101 ServiceProvisioned', 'customer-101-9876543210 CustomerProvisioned']);
+    expect(added[0]!.data).toMatchObject({ callingHours: { from: '22:00', to: '06:00' } });
+    expect(added[1]!.data).toMatchObject({ number: '9876543210', dnd: true });
+    expect((await applyProvisioning(store, doc)).appended).toBe(0);
+    // dnd: false is the same as leaving it out; dropping calling hours is a change.
+    const back = exampleDoc();
+    back.services[0].customers[0].dnd = false;
+    const r = await applyProvisioning(store, back);
+    expect(r.appended).toBe(2);
+    const last = await store.readAll({ after: r.position - 2 });
+    expect(last[0]!.data).not.toHaveProperty('callingHours');
+    expect(last[1]!.data).not.toHaveProperty('dnd');
+    expect((await applyProvisioning(store, exampleDoc())).appended).toBe(0);
+  });
+
   describe('refuses an invalid document whole, naming the field', () => {
     const cases: Array<[string, (d: Doc) => unknown, RegExp]> = [
       ['a service without an id', (d) => delete d.services[0].id, /services\[0\]\.id is required/],
@@ -135,6 +158,12 @@ describe('applyProvisioning', () => {
       ['a username with a colon', (d) => (d.users[0].username = 'a:b'), /users\[0\]\.username has an invalid format/],
       ['a bad user e-mail', (d) => (d.users[0].email = 'nope'), /users\[0\]\.email/],
       ['no services at all', (d) => delete d.services, /services is required/],
+      ['calling hours not HH:MM', (d) => (d.services[0].callingHours = { from: '9:00', to: '21:00' }), /services\[0\]\.callingHours\.from "9:00" must be HH:MM, 24-hour/],
+      ['calling hours past 23:59', (d) => (d.services[0].callingHours = { from: '09:00', to: '24:00' }), /services\[0\]\.callingHours\.to "24:00" must be HH:MM/],
+      ['calling hours from == to', (d) => (d.services[0].callingHours = { from: '09:00', to: '09:00' }), /services\[0\]\.callingHours\.from must differ from to/],
+      ['calling hours without to', (d) => (d.services[0].callingHours = { from: '09:00' }), /services\[0\]\.callingHours\.to is required/],
+      ['calling hours as a string', (d) => (d.services[0].callingHours = '09:00-21:00'), /services\[0\]\.callingHours must be object/],
+      ['a dnd that is not a boolean', (d) => (d.services[0].customers[0].dnd = 'yes'), /services\[0\]\.customers\[0\]\.dnd must be boolean/],
     ];
     for (const [what, mutate, message] of cases) {
       it(what, async () => {
