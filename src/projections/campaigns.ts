@@ -19,6 +19,8 @@ export interface CampaignDoc extends Record<string, unknown> {
   pending: number;
   /** Rows skipped at upload for an invalid number. */
   skipped: number;
+  /** Contacts never dialled because the number is dnd or blocked (absent on documents older than it). */
+  dnc?: number;
   dropped: number;
   updatedAt: number;
 }
@@ -31,7 +33,9 @@ export interface ContactDoc extends Record<string, unknown> {
   number: string;
   fields: Record<string, string>;
   attempts: number;
-  status: 'pending' | 'dialling' | 'answered' | 'missed' | 'dropped';
+  status: 'pending' | 'dialling' | 'answered' | 'missed' | 'dropped' | 'skipped';
+  /** Why a `skipped` contact was not dialled. */
+  skipReason?: 'dnd' | 'blocked';
   lastEndedAt: number | null;
 }
 
@@ -40,13 +44,13 @@ type D = { svcId: number; campaignId: number; time: number };
 export const campaignsProjection: Projection<CampaignDoc> = {
   name: 'campaigns',
   keys(e: RecordedEvent) {
-    if (!/^(Campaign|ContactDial)/.test(e.type)) return [];
+    if (!/^(Campaign|ContactDial|ContactSkipped$)/.test(e.type)) return [];
     const d = e.data as D;
     return [campaignKey(d.svcId, d.campaignId)];
   },
   evolve(doc, e) {
     const d = e.data as D;
-    const c: CampaignDoc = doc ?? { svcId: d.svcId, campaignId: d.campaignId, endTime: 0, uploads: 0, total: 0, dialled: 0, answered: 0, missed: 0, pending: 0, skipped: 0, dropped: 0, updatedAt: d.time };
+    const c: CampaignDoc = doc ?? { svcId: d.svcId, campaignId: d.campaignId, endTime: 0, uploads: 0, total: 0, dialled: 0, answered: 0, missed: 0, pending: 0, skipped: 0, dnc: 0, dropped: 0, updatedAt: d.time };
     const ev = { type: e.type, data: e.data } as CampaignEvent | ContactEvent;
     switch (ev.type) {
       case 'CampaignUploaded':
@@ -65,6 +69,8 @@ export const campaignsProjection: Projection<CampaignDoc> = {
           pending: c.pending - (ev.data.final ? 1 : 0),
           updatedAt: d.time,
         };
+      case 'ContactSkipped':
+        return { ...c, dnc: (c.dnc ?? 0) + 1, pending: c.pending - 1, updatedAt: d.time };
     }
   },
 };
@@ -91,6 +97,7 @@ export const campaignContactsProjection: Projection<ContactDoc> = {
         return d.contactIds!.map((id) => contactKey(d.svcId, d.campaignId, id));
       case 'ContactDialAttempted':
       case 'ContactDialOutcome':
+      case 'ContactSkipped':
         return [contactKey(d.svcId, d.campaignId, d.contactId!)];
       default:
         return [];
@@ -121,6 +128,8 @@ export const campaignContactsProjection: Projection<ContactDoc> = {
         return doc ? { ...doc, attempts: ev.data.attempt, status: 'dialling' } : doc;
       case 'ContactDialOutcome':
         return doc ? { ...doc, status: ev.data.answered ? 'answered' : ev.data.final ? 'missed' : 'pending', lastEndedAt: ev.data.time } : doc;
+      case 'ContactSkipped':
+        return doc ? { ...doc, status: 'skipped', skipReason: ev.data.reason } : doc;
       default:
         return doc;
     }

@@ -5,6 +5,7 @@
  * expected revision.
  */
 import type { Decider, DomainEvent } from '../decider.js';
+import type { DoNotCallReason } from '../../domain/do-not-call.js';
 
 export interface DialerContact {
   contactId: string;
@@ -24,7 +25,9 @@ type ContactIds = CampaignIds & { contactId: string };
 
 export type ContactEvent =
   | DomainEvent<'ContactDialAttempted', ContactIds & { attempt: number; xnid: string; number: string }>
-  | DomainEvent<'ContactDialOutcome', ContactIds & { attempt: number; xnid: string; answered: boolean; final: boolean }>;
+  | DomainEvent<'ContactDialOutcome', ContactIds & { attempt: number; xnid: string; answered: boolean; final: boolean }>
+  /** Never dialled (again): the number is dnd or blocked (CONTRACT section 15). */
+  | DomainEvent<'ContactSkipped', ContactIds & { number: string; reason: DoNotCallReason }>;
 
 export interface ContactState {
   attempts: number;
@@ -34,18 +37,25 @@ export interface ContactState {
 
 export type ContactCommand =
   | { type: 'Attempt'; ids: ContactIds; attempt: number; xnid: string; number: string; maxTries: number }
-  | { type: 'Outcome'; ids: ContactIds; xnid: string; answered: boolean; maxTries: number };
+  | { type: 'Outcome'; ids: ContactIds; xnid: string; answered: boolean; maxTries: number }
+  | { type: 'Skip'; ids: ContactIds; number: string; reason: DoNotCallReason };
 
 export const contactDecider: Decider<ContactCommand, ContactState, ContactEvent> = {
   initialState: () => ({ attempts: 0, inFlight: null, done: false }),
   evolve(s, e) {
     if (e.type === 'ContactDialAttempted') return { ...s, attempts: e.data.attempt, inFlight: e.data.xnid };
+    if (e.type === 'ContactSkipped') return { ...s, done: true };
     return { ...s, inFlight: null, done: e.data.final };
   },
   decide(c, s) {
     if (c.type === 'Attempt') {
       if (s.done || s.inFlight || c.attempt !== s.attempts + 1 || c.attempt > c.maxTries) return [];
       return [{ type: 'ContactDialAttempted', data: { ...c.ids, attempt: c.attempt, xnid: c.xnid, number: c.number } }];
+    }
+    if (c.type === 'Skip') {
+      // A call in flight ends on its own; a contact that is done stays as it ended.
+      if (s.done || s.inFlight) return [];
+      return [{ type: 'ContactSkipped', data: { ...c.ids, number: c.number, reason: c.reason } }];
     }
     if (s.inFlight !== c.xnid) return [];
     const final = c.answered || s.attempts >= c.maxTries;

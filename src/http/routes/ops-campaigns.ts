@@ -27,6 +27,7 @@ export const campaignOpsRoutes: RouteRegistrar = (app, ctx) => {
         missed: c.missed,
         pending: c.pending,
         skipped: c.skipped,
+        dnc: c.dnc ?? 0,
         dropped: c.dropped,
         uploads: c.uploads,
       }));

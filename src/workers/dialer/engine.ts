@@ -6,6 +6,10 @@
  * so no contact is ever dialled twice at once. The agent's wrap-up after a dialer call keeps it out of
  * rotation (the call carries `wrapUp`).
  *
+ * Compliance (CONTRACT section 15): outside the service's calling hours nothing is placed, and the
+ * pacing tick after the opening places again; a contact whose number is dnd or blocked is never dialled
+ * but ends `skipped` (looked up when its turn comes, so a later provisioning counts).
+ *
  * Its working set (contacts still to call, calls in flight) is memory rebuilt from the read models at
  * start; outcomes of calls that ended while no dialer ran are recorded then.
  */
@@ -19,6 +23,9 @@ import type { CampaignDoc, ContactDoc } from '../../projections/campaigns.js';
 import type { CallDoc } from '../../projections/calls.js';
 import { outboundCallStarted } from '../../http/routes/calls.js';
 import { freeAgents } from '../../queries/agents.js';
+import { callableFrom, doNotCall } from '../../queries/compliance.js';
+import type { DoNotCallReason } from '../../domain/do-not-call.js';
+import type { ServiceDoc } from '../../projections/services.js';
 
 interface Pending {
   contactId: string;
@@ -57,6 +64,19 @@ export class DialerEngine {
   /** Calls placed and not yet ended (tests, bench). */
   get callsInFlight(): number {
     return this.inFlight.size;
+  }
+
+  /** Contacts waiting for their turn, all campaigns (tests, bench). */
+  get contactsPending(): number {
+    let n = 0;
+    for (const c of this.campaigns.values()) n += c.pending.size;
+    return n;
+  }
+
+  /** Resolves when a pacing pass that began after this call has finished (tests: what it did not place, it would not place). */
+  paced(): Promise<void> {
+    this.pace();
+    return this.pacing;
   }
 
   async start(): Promise<void> {
@@ -215,14 +235,31 @@ export class DialerEngine {
       byService.set(c.svcId, [...(byService.get(c.svcId) ?? []), c]);
     }
     for (const [svcId, campaigns] of byService) {
+      const service = await this.ctx.reads.get<ServiceDoc>('services', String(svcId));
+      // Outside calling hours: wait; the ticker's first pass after the opening places again.
+      if (callableFrom(service, now) > now) continue;
       const free = (await freeAgents(this.ctx, svcId)).length;
       const waiting = [...this.inFlight.values()].filter((f) => f.svcId === svcId && !f.bridged).length;
       let slots = free - waiting;
       while (slots > 0 && !this.stopped) {
         const next = this.nextContact(campaigns, now);
         if (!next) break;
-        if (await this.place(next.campaign, next.contact)) slots--;
+        const reason = await doNotCall(this.ctx, svcId, next.contact.number, service);
+        if (reason) await this.skip(next.campaign, next.contact, reason);
+        else if (await this.place(next.campaign, next.contact)) slots--;
       }
+    }
+  }
+
+  /** Ends a contact as skipped, without a call. */
+  private async skip(campaign: Campaign, contact: Pending, reason: DoNotCallReason) {
+    campaign.pending.delete(contact.contactId);
+    const ids = { svcId: campaign.svcId, campaignId: campaign.campaignId, contactId: contact.contactId, time: this.ctx.now() };
+    try {
+      await handleCommand(this.ctx.events, contactStream(campaign.svcId, campaign.campaignId, contact.contactId), contactDecider, { type: 'Skip', ids, number: contact.number, reason });
+    } catch (err) {
+      campaign.pending.set(contact.contactId, contact);
+      throw err;
     }
   }
 
