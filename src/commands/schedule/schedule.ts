@@ -1,5 +1,6 @@
 /** A scheduled call (`schedule-<id>`): when and what to place, each attempt, and how it ended. */
 import type { Decider, DomainEvent } from '../decider.js';
+import type { DoNotCallReason } from '../../domain/do-not-call.js';
 
 export interface CallScheduledData {
   id: string;
@@ -20,7 +21,9 @@ export type ScheduleEvent =
   | DomainEvent<'CallScheduled', CallScheduledData>
   | DomainEvent<'ScheduledAttemptPlaced', Ids & { attempt: number; xnid: string }>
   | DomainEvent<'ScheduledCallAnswered', Ids & { attempt: number; xnid: string }>
-  | DomainEvent<'ScheduledCallExhausted', Ids & { attempts: number }>;
+  | DomainEvent<'ScheduledCallExhausted', Ids & { attempts: number }>
+  /** Not placed (any more): the number became dnd or blocked after it was scheduled (CONTRACT section 15). */
+  | DomainEvent<'ScheduledCallSkipped', Ids & { attempts: number; reason: DoNotCallReason }>;
 
 export interface ScheduleState {
   scheduled: CallScheduledData | null;
@@ -32,7 +35,8 @@ export interface ScheduleState {
 export type ScheduleCommand =
   | { type: 'Schedule'; data: CallScheduledData }
   | { type: 'PlaceAttempt'; attempt: number; xnid: string; time: number }
-  | { type: 'RecordOutcome'; attempt: number; xnid: string; answered: boolean; time: number };
+  | { type: 'RecordOutcome'; attempt: number; xnid: string; answered: boolean; time: number }
+  | { type: 'Skip'; reason: DoNotCallReason; time: number };
 
 export const scheduleDecider: Decider<ScheduleCommand, ScheduleState, ScheduleEvent> = {
   initialState: () => ({ scheduled: null, attempts: 0, xnids: [], done: false }),
@@ -44,6 +48,7 @@ export const scheduleDecider: Decider<ScheduleCommand, ScheduleState, ScheduleEv
         return { ...s, attempts: e.data.attempt, xnids: [...s.xnids, e.data.xnid] };
       case 'ScheduledCallAnswered':
       case 'ScheduledCallExhausted':
+      case 'ScheduledCallSkipped':
         return { ...s, done: true };
     }
   },
@@ -51,6 +56,7 @@ export const scheduleDecider: Decider<ScheduleCommand, ScheduleState, ScheduleEv
     if (c.type === 'Schedule') return s.scheduled ? [] : [{ type: 'CallScheduled', data: c.data }];
     if (!s.scheduled || s.done) return [];
     const ids = { id: s.scheduled.id, svcId: s.scheduled.svcId, time: c.time };
+    if (c.type === 'Skip') return [{ type: 'ScheduledCallSkipped', data: { ...ids, attempts: s.attempts, reason: c.reason } }];
     if (c.type === 'PlaceAttempt') {
       // Each attempt is placed once, in order, and never past max-tries.
       if (c.attempt !== s.attempts + 1 || c.attempt > s.scheduled.maxTries) return [];

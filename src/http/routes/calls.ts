@@ -17,6 +17,8 @@ import type { ServiceDoc } from '../../projections/services.js';
 import { findAgent, getAgent, targetAgent } from '../../queries/agents.js';
 import { callFor } from '../../queries/calls.js';
 import { newCallId } from '../../workers/call-flow/manager.js';
+import { doNotCall } from '../../queries/compliance.js';
+import { doNotCallMessage } from '../../domain/do-not-call.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -164,6 +166,9 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
           const service = await ctx.reads.get<ServiceDoc>('services', String(svcId));
           if (!service?.skills.some((k) => k.id === p['skill-id'])) throw invalid(`skill-id ${p['skill-id']} is not a skill of service ${svcId}`);
         }
+        // CONTRACT section 15: a scheduled call to a dnd or blocked number is refused when requested.
+        const dnc = await doNotCall(ctx, svcId, p.number);
+        if (dnc) throw conflict(`${doNotCallMessage(p.number, dnc)}: a call to it cannot be scheduled`);
         const id = randomUUID();
         const r = await handleCommand(ctx.events, streams.schedule(id), scheduleDecider, {
           type: 'Schedule',

@@ -2,7 +2,8 @@
  * Scheduled calls: `CallScheduled` becomes a job due at its time; the job places the attempt and the
  * call in one transaction (so an attempt is placed once, however often the job runs); a missed attempt
  * is tried again SCHEDULE_RETRY_S after it ended, up to max-tries. The schedule lives in the event log
- * and the queue, so a restart or a kill -9 loses none and places none twice.
+ * and the queue, so a restart or a kill -9 loses none and places none twice. An attempt due outside
+ * the service's calling hours waits for the next opening (CONTRACT section 15).
  */
 import { randomUUID } from 'node:crypto';
 import type { Context } from '../../context.js';
@@ -14,10 +15,37 @@ import type { CallStartedData } from '../../commands/call/call.js';
 import { streams } from '../../domain/streams.js';
 import { outboundCallStarted } from '../../http/routes/calls.js';
 import { follow, type Follower } from '../follower.js';
+import { callableFrom, doNotCall } from '../../queries/compliance.js';
+import type { ServiceDoc } from '../../projections/services.js';
 
 export const SCHEDULE_QUEUE = 'scheduled-call';
 
 const jobId = (id: string, attempt: number) => `${id}:${attempt}`;
+/** The job of an attempt moved to the calling hours' opening: its id names the opening, so moving it twice is one job. */
+export const heldJobId = (id: string, attempt: number, opening: number) => `${jobId(id, attempt)}@${opening}`;
+const BACKOFF_MS = [1000, 5000, 30000];
+
+/**
+ * CONTRACT section 15, asked before an attempt is placed: a number that became dnd or blocked since it
+ * was scheduled ends the schedule without a call; outside the service's calling hours the attempt
+ * moves to a job due at the next opening. True when the attempt must not be placed now.
+ */
+async function heldBack(ctx: Context, id: string, attempt: number): Promise<boolean> {
+  const { state } = await loadAggregate(ctx.events, streams.schedule(id), scheduleDecider);
+  const s = state.scheduled;
+  if (!s || state.done || state.attempts >= attempt) return false;
+  const service = await ctx.reads.get<ServiceDoc>('services', String(s.svcId));
+  const reason = await doNotCall(ctx, s.svcId, s.number, service);
+  if (reason) {
+    await handleCommand(ctx.events, streams.schedule(id), scheduleDecider, { type: 'Skip', reason, time: ctx.now() });
+    return true;
+  }
+  const now = ctx.now();
+  const opening = callableFrom(service, now);
+  if (opening <= now) return false;
+  await ctx.queue.enqueue(SCHEDULE_QUEUE, { id: heldJobId(id, attempt, opening), payload: { id, attempt }, runAt: opening, backoffMs: BACKOFF_MS });
+  return true;
+}
 
 /**
  * Places attempt `attempt` with its call, or nothing when it is placed already (or the schedule is
@@ -56,11 +84,18 @@ async function placeAttempt(ctx: Context, id: string, attempt: number) {
 }
 
 export async function startScheduledCalls(ctx: Context): Promise<Follower> {
-  ctx.queue.process<{ id: string; attempt: number }>(SCHEDULE_QUEUE, (job) => placeAttempt(ctx, job.payload.id, job.payload.attempt), { concurrency: 8 });
+  ctx.queue.process<{ id: string; attempt: number }>(
+    SCHEDULE_QUEUE,
+    async (job) => {
+      if (await heldBack(ctx, job.payload.id, job.payload.attempt)) return;
+      await placeAttempt(ctx, job.payload.id, job.payload.attempt);
+    },
+    { concurrency: 8 },
+  );
   return follow(ctx, 'scheduled-calls', ['CallScheduled', 'CallEnded'], async (e: RecordedEvent) => {
     if (e.type === 'CallScheduled') {
       const d = e.data as CallScheduledData;
-      await ctx.queue.enqueue(SCHEDULE_QUEUE, { id: jobId(d.id, 1), payload: { id: d.id, attempt: 1 }, runAt: d.runAt, backoffMs: [1000, 5000, 30000] });
+      await ctx.queue.enqueue(SCHEDULE_QUEUE, { id: jobId(d.id, 1), payload: { id: d.id, attempt: 1 }, runAt: d.runAt, backoffMs: BACKOFF_MS });
       return;
     }
     const ended = e.data as CallEndedData;
@@ -71,6 +106,6 @@ export async function startScheduledCalls(ctx: Context): Promise<Follower> {
     const r = await handleCommand(ctx.events, streams.schedule(source.id), scheduleDecider, { type: 'RecordOutcome', attempt: source.attempt, xnid: ended.xnid, answered, time: ctx.now() });
     if (answered || r.state.done || !r.state.scheduled || source.attempt >= r.state.scheduled.maxTries) return;
     const next = source.attempt + 1;
-    await ctx.queue.enqueue(SCHEDULE_QUEUE, { id: jobId(source.id, next), payload: { id: source.id, attempt: next }, runAt: ended.endTime + ctx.config.scheduleRetryS * 1000, backoffMs: [1000, 5000, 30000] });
+    await ctx.queue.enqueue(SCHEDULE_QUEUE, { id: jobId(source.id, next), payload: { id: source.id, attempt: next }, runAt: ended.endTime + ctx.config.scheduleRetryS * 1000, backoffMs: BACKOFF_MS });
   });
 }
