@@ -151,6 +151,8 @@ export const campaignProgress = obj({
   missed: int,
   pending: int,
   skipped: int,
+  /** Contacts never dialled: the number is dnd or blocked (CONTRACT section 15). */
+  dnc: int,
   dropped: int,
   uploads: int,
 }, 'campaign progress');

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from '../../context.js';
 import type { RecordedEvent } from '../../gateways/event-store/port.js';
-import { handleCommand, handleStreams } from '../../commands/decider.js';
+import { handleCommand, handleStreams, loadAggregate } from '../../commands/decider.js';
 import { scheduleDecider, type CallScheduledData, type ScheduleState } from '../../commands/schedule/schedule.js';
 import type { CallEndedData } from '../../domain/call-events.js';
 import type { CallStartedData } from '../../commands/call/call.js';
