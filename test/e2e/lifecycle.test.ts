@@ -10,6 +10,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_TOKEN, exampleDoc, startProvisioned, startServer } from '../support/server.js';
+import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 let work: string;
@@ -158,6 +159,41 @@ describe('the server as a process', () => {
       expect((await (await after.api('/api/v1/user')).json()).email).toBe('admin5@acme.test');
     } finally {
       await after.stop();
+    }
+  });
+
+  it('kill -9 during a burst of grouped commands loses no acknowledged one', async () => {
+    const dataDir = newDataDir();
+    const server = await ServerProcess.start(dataDir, { PROVISION_FILE: writeDoc(exampleDoc()) });
+    const admin = { ...basic('acme-admin', 's3cret-admin'), 'content-type': 'application/x-www-form-urlencoded' };
+    const acknowledged: string[] = [];
+    let killed = false;
+    // 8 clients send SMS requests back to back (each one a new stream, so appends group together);
+    // the process is killed once 60 are acknowledged, while others are in flight.
+    const client = async () => {
+      while (!killed) {
+        try {
+          const res = await server.fetch('/api/v1/send-sms', { method: 'POST', headers: admin, body: 'number=%2B14155550100&message=burst&service-id=101' });
+          if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
+          acknowledged.push(await res.text());
+          if (acknowledged.length >= 60 && !killed) {
+            killed = true;
+            server.proc.kill('SIGKILL');
+          }
+        } catch (err) {
+          if (!killed) throw err;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, client));
+    expect(await server.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(acknowledged.length).toBeGreaterThanOrEqual(60);
+
+    const store = new SqliteEventStore(path.join(dataDir, 'events.db'));
+    try {
+      for (const id of acknowledged) expect((await store.readStream(`sms-${id}`)).map((e) => e.type)).toContain('SmsRequested');
+    } finally {
+      await store.close();
     }
   });
 

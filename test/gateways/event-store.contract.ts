@@ -134,5 +134,25 @@ export function eventStoreContract(name: string, create: () => Promise<EventStor
       sub.close();
       expect((await pending).done).toBe(true);
     });
+
+    it('appends made at the same time: a conflict fails only its own, the others are stored', async () => {
+      await store.appendToStream('g-1', [ev('G')]);
+      const results = await Promise.allSettled([
+        store.appendToStream('g-1', [ev('Ok1')], { expectedRevision: 0 }),
+        store.appendToStreams([
+          { streamId: 'g-2', events: [ev('Lost')], expectedRevision: 'no_stream' },
+          { streamId: 'g-1', events: [ev('Lost')], expectedRevision: 5 },
+        ]),
+        store.appendToStream('g-3', [ev('Ok2')], { expectedRevision: 'no_stream' }),
+        store.appendToStream('g-1', [ev('Lost')], { expectedRevision: 0 }),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'rejected']);
+      expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedRevisionError);
+      expect((results[3] as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedRevisionError);
+      expect((await store.readStream('g-1')).map((e) => e.type)).toEqual(['G', 'Ok1']);
+      expect(await store.readStream('g-2')).toEqual([]);
+      expect((await store.readStream('g-3')).map((e) => e.type)).toEqual(['Ok2']);
+      expect((await store.readAll()).map((e) => e.type)).toEqual(['G', 'Ok1', 'Ok2']);
+    });
   });
 }

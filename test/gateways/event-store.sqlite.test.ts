@@ -23,3 +23,36 @@ describe('SqliteEventStore durability', () => {
     await b.close();
   });
 });
+
+describe('SqliteEventStore group commit', () => {
+  it('stores appends arriving together in one commit, each checked against its own expected revision', async () => {
+    const store = new SqliteEventStore(path.join(dir, 'group.db'));
+    await store.appendToStream('a', [{ type: 'A', data: {} }]);
+    const before = { ...store.stats };
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) =>
+        // Every 5th expects a revision the stream does not have: only those fail.
+        store.appendToStream(i % 5 === 4 ? 'a' : `s-${i}`, [{ type: 'E', data: { i } }], { expectedRevision: i % 5 === 4 ? 7 : 'no_stream' }),
+      ),
+    );
+    expect(store.stats.commits - before.commits).toBe(1);
+    expect(store.stats.appends - before.appends).toBe(20);
+    expect(results.filter((r) => r.status === 'rejected')).toHaveLength(4);
+    const stored = await store.readAll({ after: 1 });
+    expect(stored.map((e) => (e.data as { i: number }).i)).toEqual(Array.from({ length: 20 }, (_, i) => i).filter((i) => i % 5 !== 4));
+    // Positions stay gap-free: a failed savepoint leaves no hole.
+    expect(stored.map((e) => e.position)).toEqual(Array.from({ length: 16 }, (_, i) => i + 2));
+    await store.close();
+  });
+
+  it('answers appends accepted before close, then refuses new ones', async () => {
+    const store = new SqliteEventStore(path.join(dir, 'close.db'));
+    const pending = store.appendToStream('s', [{ type: 'A', data: {} }]);
+    await store.close();
+    await expect(pending).resolves.toMatchObject({ nextExpectedRevision: 0 });
+    await expect(store.appendToStream('s', [{ type: 'B', data: {} }])).rejects.toThrow('closed');
+    const again = new SqliteEventStore(path.join(dir, 'close.db'));
+    expect(await again.readStream('s')).toHaveLength(1);
+    await again.close();
+  });
+});
