@@ -262,7 +262,11 @@ export const callDecider: Decider<CallCommand, CallState, CallEvent> = {
       }
       case 'Bridge':
         requireOpen(s);
-        return [{ type: 'CallBridged', data: { ...base, agentId: c.agentId, agentName: c.agentName, agentNumber: c.agentNumber } }];
+        // A waiting caller leaves the queue in the same append: one step, and no moment bridged yet queued.
+        return [
+          { type: 'CallBridged', data: { ...base, agentId: c.agentId, agentName: c.agentName, agentNumber: c.agentNumber } },
+          ...(s.queuedAt !== null ? [{ type: 'CallDequeued' as const, data: base }] : []),
+        ];
       case 'Queue':
         requireOpen(s);
         return s.queuedAt !== null ? [] : [{ type: 'CallQueued', data: { ...base, queueId: c.queueId, number: s.started.customerNumber } }];

@@ -31,6 +31,8 @@ export const recordingRoutes: RouteRegistrar = (app, ctx) => {
       const check = ctx.signer.verify(m[1]!, q.exp, q.sig, ctx.now());
       if (check === 'bad') throw forbidden('the recording URL signature is not valid');
       if (check === 'expired') throw forbidden('the recording URL has expired');
+      // Read-your-writes as for every request (CONTRACT section 2): a call that ended is found.
+      await ctx.sync.caughtUp();
       const call = await ctx.reads.get<CallDoc>('calls', m[1]!);
       if (!call?.recording) throw notFound('no such recording');
       // The simulator records a short tone; a real switch's recording store plugs in here.

@@ -411,8 +411,8 @@ export class CallFlow {
   private async bridge(a: Actor, legId: string, leg: AgentLeg) {
     if (a.offering === legId) a.offering = null;
     if (leg.purpose === 'transfer') leg.purpose = 'primary';
+    // Bridging also takes the call out of the queue (one append).
     await this.call(a, { type: 'Bridge', agentId: leg.agentId, agentName: leg.name, agentNumber: leg.number, time: this.ctx.now() });
-    await this.call(a, { type: 'Dequeue', time: this.ctx.now() });
     this.sw.bridge(a.xnid, a.customerLeg!, legId, { record: a.started.recording });
   }
 
