@@ -33,6 +33,10 @@ import { startDeliveryWorker, type DeliveryWorker } from './workers/delivery/ind
 import { EventSocketServer } from './workers/socket/server.js';
 import { useSnapshots } from './commands/aggregate-cache.js';
 import { SqliteSnapshotStore } from './gateways/snapshot-store/sqlite.js';
+import { HotReadStore } from './gateways/read-store/hot.js';
+
+/** Read models answered from memory where the projector runs: small, and read on every hot request. */
+export const HOT_COLLECTIONS: ReadonlySet<string> = new Set(['services', 'users', 'usernames', 'agents', 'call-stats', 'in-ivr', 'queued-callers', 'subscribers']);
 
 export interface Platform {
   ctx: Context;
@@ -79,7 +83,9 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   const logger = options.logger ?? createLogger(config);
   const now = options.now ?? Date.now;
   const events = openEventStore(config, now);
-  const reads = openReadStore(config, now);
+  const storedReads = openReadStore(config, now);
+  // With the projector in this process every read-model write passes here: hot models answer from memory.
+  const reads = config.roles.has('projector') && storedReads.scan ? new HotReadStore(storedReads, HOT_COLLECTIONS) : storedReads;
   // Aggregate snapshots: a cache beside the log, whatever the event store is.
   const snapshots = new SqliteSnapshotStore(path.join(config.dataDir, 'snapshots.db'));
   useSnapshots(events, snapshots);

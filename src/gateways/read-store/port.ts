@@ -40,5 +40,10 @@ export interface ReadStore {
   /** Stores `doc` only if no live document has this id; returns whether it was stored. */
   insertIfAbsent(collection: string, id: string, doc: Doc, options?: { expiresAt?: number }): Promise<boolean>;
   delete(collection: string, id: string): Promise<void>;
+  /**
+   * Optional: every live document of a collection with its id (loading a hot read model into
+   * memory, src/gateways/read-store/hot.ts). An adapter without it is simply read per request.
+   */
+  scan?(collection: string): Promise<{ id: string; doc: Doc }[]>;
   close(): Promise<void>;
 }

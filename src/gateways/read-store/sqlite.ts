@@ -38,6 +38,9 @@ export class SqliteReadStore implements ReadStore {
       setCheckpoint: this.db.prepare(
         'INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = MAX(position, excluded.position)',
       ),
+      scan: this.db.prepare<[string, number], { id: string; data: string }>(
+        'SELECT id, data FROM docs WHERE collection = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY id',
+      ),
       purge: this.db.prepare('DELETE FROM docs WHERE expires_at IS NOT NULL AND expires_at <= ?'),
     };
     this.stmts.purge.run(this.clock());
@@ -106,6 +109,10 @@ export class SqliteReadStore implements ReadStore {
   async insertIfAbsent(collection: string, id: string, doc: Doc, options: { expiresAt?: number } = {}): Promise<boolean> {
     const info = this.stmts.insertIfAbsent.run(collection, id, JSON.stringify(doc), options.expiresAt ?? null, this.clock());
     return info.changes > 0;
+  }
+
+  async scan(collection: string): Promise<{ id: string; doc: Doc }[]> {
+    return this.stmts.scan.all(collection, this.clock()).map((r) => ({ id: r.id, doc: JSON.parse(r.data) as Doc }));
   }
 
   async delete(collection: string, id: string): Promise<void> {

@@ -1,0 +1,140 @@
+/**
+ * Hot read models: a ReadStore decorator that answers chosen collections from memory. Each hot
+ * collection is loaded whole on first use and then kept current by the writes that pass through this
+ * store (the projector's commits in this process), so the hot queries (auth lookups, agents, the
+ * dashboard, free agents) parse nothing and touch no file.
+ *
+ * Only correct where every write to those collections goes through this instance: the process that
+ * runs the projector. A process without it reads the store (see platform.ts). Documents handed out
+ * are frozen: they are shared, and a caller changing one would change the model.
+ */
+import type { Doc, DocWrite, FindOptions, ReadStore, Scalar } from './port.js';
+
+type Collection = Map<string, Doc>;
+
+export class HotReadStore implements ReadStore {
+  private readonly loaded = new Map<string, Collection>();
+  private readonly loading = new Map<string, { promise: Promise<Collection>; writes: DocWrite[] }>();
+
+  constructor(
+    readonly inner: ReadStore,
+    private readonly hot: ReadonlySet<string>,
+  ) {
+    if (!inner.scan) throw new Error('hot read models need a read store that can scan a collection');
+  }
+
+  scan(collection: string): Promise<{ id: string; doc: Doc }[]> {
+    return this.inner.scan!(collection);
+  }
+
+  private async collection(name: string): Promise<Collection> {
+    const ready = this.loaded.get(name);
+    if (ready) return ready;
+    let l = this.loading.get(name);
+    if (!l) {
+      const writes: DocWrite[] = [];
+      const promise = this.inner.scan!(name).then((entries) => {
+        const c: Collection = new Map();
+        for (const { id, doc } of entries) c.set(id, freeze(doc));
+        // Writes that passed while the load was in flight are newer than what it read.
+        for (const w of writes) apply(c, w);
+        this.loaded.set(name, c);
+        this.loading.delete(name);
+        return c;
+      });
+      promise.catch(() => this.loading.delete(name));
+      l = { promise, writes };
+      this.loading.set(name, l);
+    }
+    return l.promise;
+  }
+
+  private remember(w: DocWrite) {
+    if (!this.hot.has(w.collection)) return;
+    const c = this.loaded.get(w.collection);
+    if (c) apply(c, w);
+    else this.loading.get(w.collection)?.writes.push(w);
+  }
+
+  async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
+    if (!this.hot.has(collection)) return this.inner.get<T>(collection, id);
+    const c = this.loaded.get(collection) ?? (await this.collection(collection));
+    return (c.get(id) as T | undefined) ?? null;
+  }
+
+  async find<T extends Doc = Doc>(collection: string, where: Record<string, Scalar> = {}, options: FindOptions = {}): Promise<T[]> {
+    if (!this.hot.has(collection)) return this.inner.find<T>(collection, where, options);
+    const c = this.loaded.get(collection) ?? (await this.collection(collection));
+    const fields = Object.entries(where);
+    const out: { id: string; doc: Doc }[] = [];
+    for (const [id, doc] of c) {
+      if (fields.every(([f, v]) => matches(doc[f], v))) out.push({ id, doc });
+    }
+    const order = options.orderBy;
+    // The SQLite adapter's order: by id, or by the field (NULL < numbers < text) then id.
+    if (order) {
+      const dir = order.direction === 'desc' ? -1 : 1;
+      out.sort((a, b) => dir * compareSql(a.doc[order.field], b.doc[order.field]) || compareText(a.id, b.id));
+    } else out.sort((a, b) => compareText(a.id, b.id));
+    const docs = (options.limit !== undefined ? out.slice(0, options.limit) : out).map((x) => x.doc as T);
+    return docs;
+  }
+
+  async commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void> {
+    await this.inner.commit(writes, checkpoints);
+    for (const w of writes) this.remember(w);
+  }
+
+  checkpoint(name: string): Promise<number> {
+    return this.inner.checkpoint(name);
+  }
+
+  async put(collection: string, id: string, doc: Doc, options?: { expiresAt?: number }): Promise<void> {
+    if (this.hot.has(collection) && options?.expiresAt !== undefined) throw new Error(`hot collection ${collection} keeps no expiring documents`);
+    await this.inner.put(collection, id, doc, options);
+    this.remember({ collection, id, doc });
+  }
+
+  async insertIfAbsent(collection: string, id: string, doc: Doc, options?: { expiresAt?: number }): Promise<boolean> {
+    if (this.hot.has(collection)) throw new Error(`insertIfAbsent on hot collection ${collection}`);
+    return this.inner.insertIfAbsent(collection, id, doc, options);
+  }
+
+  async delete(collection: string, id: string): Promise<void> {
+    await this.inner.delete(collection, id);
+    this.remember({ collection, id, doc: null });
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+function apply(c: Collection, w: DocWrite) {
+  if (w.doc === null) c.delete(w.id);
+  else c.set(w.id, freeze(w.doc));
+}
+
+function matches(value: unknown, wanted: Scalar): boolean {
+  if (wanted === null) return value === null || value === undefined;
+  return value === wanted;
+}
+
+const rank = (v: unknown) => (v === null || v === undefined ? 0 : typeof v === 'number' || typeof v === 'boolean' ? 1 : typeof v === 'string' ? 2 : 3);
+function compareSql(a: unknown, b: unknown): number {
+  const ra = rank(a);
+  const rb = rank(b);
+  if (ra !== rb) return ra - rb;
+  if (ra === 1) return Number(a) - Number(b);
+  if (ra === 2) return compareText(a as string, b as string);
+  return 0;
+}
+const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+function freeze<T>(o: T): T {
+  if (o && typeof o === 'object' && !Object.isFrozen(o)) {
+    Object.freeze(o);
+    for (const v of Object.values(o)) freeze(v);
+  }
+  return o;
+}
