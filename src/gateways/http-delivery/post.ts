@@ -21,6 +21,18 @@ export interface PostResult {
 
 export type HttpPoster = (url: string, body: string, options: PostOptions) => Promise<PostResult>;
 
+/**
+ * Keep-alive pools: deliveries to one receiver reuse connections instead of a TCP (and TLS) handshake
+ * each. A pooled socket's address was checked by the guarded lookup when it connected; the pools are
+ * kept apart by `allowPrivate`, so a socket allowed by one setting never serves the other.
+ */
+const poolOptions = { keepAlive: true, maxSockets: 64, maxFreeSockets: 16, timeout: 30_000 };
+const pools = {
+  http: [new http.Agent(poolOptions), new http.Agent(poolOptions)],
+  https: [new https.Agent(poolOptions), new https.Agent(poolOptions)],
+};
+const poolFor = (protocol: string, allowPrivate: boolean) => pools[protocol === 'https:' ? 'https' : 'http'][allowPrivate ? 1 : 0]!;
+
 export const postJson: HttpPoster = (url, body, options) =>
   new Promise<PostResult>((resolve, reject) => {
     let target: URL;
@@ -48,7 +60,7 @@ export const postJson: HttpPoster = (url, body, options) =>
       {
         method: 'POST',
         lookup: guardedLookup(options.allowPrivate) as never,
-        agent: false,
+        agent: poolFor(target.protocol, options.allowPrivate),
         headers: {
           'content-type': 'application/json',
           'content-length': String(payload.length),
