@@ -15,6 +15,8 @@ export interface LoadTarget {
   alternate?: string[];
   headers?: Record<string, string>;
   body?: string;
+  /** Instead of path/alternate: connection i sends the paths of `perConnection[i % length]` in turn. */
+  perConnection?: string[][];
 }
 
 export interface LoadOptions {
@@ -67,7 +69,8 @@ function responseLength(buf: Buffer): { length: number; status: number; close: b
 
 export async function runLoad(target: LoadTarget, options: LoadOptions): Promise<LoadResult> {
   const { hostname, port } = new URL(target.url);
-  const requests = [target.path, ...(target.alternate ?? [])].map((path) => buildRequest({ ...target, path }));
+  const sets = (target.perConnection ?? [[target.path, ...(target.alternate ?? [])]]).map((paths) => paths.map((path) => buildRequest({ ...target, path })));
+  let nextSet = 0;
   const latencies: number[] = [];
   const statuses: Record<string, number> = {};
   let errors = 0;
@@ -76,6 +79,7 @@ export async function runLoad(target: LoadTarget, options: LoadOptions): Promise
 
   const connection = () =>
     new Promise<void>((resolve) => {
+      const requests = sets[nextSet++ % sets.length]!;
       let socket: net.Socket;
       let pending = Buffer.alloc(0);
       let sentAt = 0;

@@ -28,12 +28,36 @@ import { benchCalls } from './calls.js';
 import { benchSocketFanout } from './socket.js';
 import { benchWebhooks } from './webhooks.js';
 import { benchDialerIngest } from './dialer-ingest.js';
+import { benchHistory, type HistoryBenchResult } from './history.js';
+import { applyProvisioning } from '../src/commands/provisioning/provision.js';
 
 /** The contract's example document (CONTRACT section 3). */
 const EXAMPLE_DOCUMENT = path.resolve(import.meta.dirname, '../../examples/provisioning.json');
 
 const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
 const admin = basic('acme-admin', 's3cret-admin');
+
+/** A second service with 50 agents, each on its own stream, and its admin (provisioned at start). */
+const FIFTY = 50;
+const FIFTY_SVC = 201;
+const fiftyNumber = (i: number) => `92000${String(i).padStart(5, '0')}`;
+const fiftyAdmin = basic('bench-admin', 'bench-admin-password');
+const fiftyDocument = {
+  services: [
+    {
+      id: FIFTY_SVC,
+      name: 'Bench Fifty',
+      customer: 'bench',
+      timezone: 'UTC',
+      dids: ['8000000201'],
+      agents: Array.from({ length: FIFTY }, (_, i) => ({ id: 7000 + i, name: `Agent ${i}`, number: fiftyNumber(i), sip: `fifty-${i}` })),
+    },
+  ],
+  users: [{ id: 9201, username: 'bench-admin', password: 'bench-admin-password', admin: true, services: [FIFTY_SVC] }],
+};
+
+/** Figures of issue 11's table, filled in by the suites as they run, printed at the end. */
+const figures: { bare?: number; rps: Record<string, number>; history?: HistoryBenchResult; calls?: number; webhooks?: number } = { rps: {} };
 
 /** Which server a scenario loads. */
 type Server = 'bare' | 'platform';
@@ -44,6 +68,7 @@ interface Scenario {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   alternate?: string[];
+  perConnection?: string[][];
   headers?: Record<string, string>;
   body?: string;
   /** What the numbers mean, printed under the table. */
@@ -55,6 +80,20 @@ const scenarios: Scenario[] = [
   { name: 'bare /ping', server: 'bare', method: 'GET', path: '/ping', note: 'fastify with one route, no plugins: the ceiling of this machine' },
   { name: 'GET /api/v1/ping', server: 'platform', method: 'GET', path: '/api/v1/ping', headers: admin, note: 'Basic auth (cached verification), read-your-writes check, route pipeline' },
   { name: 'GET /api/v1/user', server: 'platform', method: 'GET', path: '/api/v1/user', headers: admin, note: 'as above plus a read-model lookup and a SHA-256 of the stored hash' },
+  {
+    name: 'PATCH /api/v1/agents, 50 agents',
+    server: 'platform',
+    method: 'PATCH',
+    path: '',
+    perConnection: Array.from({ length: FIFTY }, (_, i) => [
+      `/api/v1/agents?svc-id=${FIFTY_SVC}&break=1&agent-number=${fiftyNumber(i)}`,
+      `/api/v1/agents?svc-id=${FIFTY_SVC}&break=0&agent-number=${fiftyNumber(i)}`,
+    ]),
+    headers: fiftyAdmin,
+    note: 'break toggles, each connection on its own agent (own stream): commands that do not contend, grouped commits',
+  },
+  { name: 'GET /api/v1/dashboard, 50 agents', server: 'platform', method: 'GET', path: `/api/v1/dashboard?svc-id=${FIFTY_SVC}`, headers: fiftyAdmin, note: 'the dashboard of a service with 50 agents (hot read models)' },
+  { name: 'GET /api/v1/agents, 50 agents', server: 'platform', method: 'GET', path: `/api/v1/agents?svc-id=${FIFTY_SVC}`, headers: fiftyAdmin, note: 'the agent records of a service with 50 agents (admin)' },
   {
     name: 'PATCH /api/v1/agents (break toggle)',
     server: 'platform',
@@ -107,6 +146,7 @@ async function startPlatform(): Promise<{ url: string; close: () => Promise<void
   const platform = await createPlatform(config, { logger: pino({ level: 'silent' }) });
   const { httpUrl } = await platform.start();
   if (!httpUrl) throw new Error('the platform did not start its HTTP API');
+  await platform.ctx.sync.waitFor((await applyProvisioning(platform.ctx.events, fiftyDocument)).position);
   return {
     url: httpUrl,
     close: async () => {
@@ -139,7 +179,15 @@ async function httpSuite(): Promise<string> {
     servers.platform = await startPlatform();
     process.stdout.write(`${connections} connections, ${durationMs / 1000} s per scenario (+${warmupMs / 1000} s warm-up)\n`);
     for (const scenario of chosen) {
-      const target: LoadTarget = { url: servers[scenario.server]!.url, method: scenario.method, path: scenario.path, alternate: scenario.alternate, headers: scenario.headers, body: scenario.body };
+      const target: LoadTarget = {
+        url: servers[scenario.server]!.url,
+        method: scenario.method,
+        path: scenario.path,
+        alternate: scenario.alternate,
+        perConnection: scenario.perConnection,
+        headers: scenario.headers,
+        body: scenario.body,
+      };
       if (warmupMs > 0) await load(target, { connections, durationMs: warmupMs });
       const result = await load(target, { connections, durationMs });
       results.push({ scenario, result });
@@ -150,6 +198,8 @@ async function httpSuite(): Promise<string> {
   }
 
   const baseline = results[0]!.result;
+  figures.bare = baseline.rps;
+  for (const { scenario, result } of results) if (result.errors === 0 && (result.statuses['2xx'] ?? 0) === result.requests) figures.rps[scenario.name] = result.rps;
   const rows = [['scenario', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'vs baseline']];
   for (const { scenario, result } of results) {
     const non2xx = result.requests - (result.statuses['2xx'] ?? 0);
@@ -184,9 +234,23 @@ const f1 = (n: number) => fmt(n, 1);
 const suites: Suite[] = [
   { name: 'http', run: httpSuite },
   {
+    name: 'history',
+    run: async () => {
+      const r = await benchHistory({ events: envInt('BENCH_HISTORY_EVENTS', 20_000) });
+      figures.history = r;
+      return `${table([
+        ['command latency (PATCH break toggle, one client)', 'p50 ms', 'p99 ms'],
+        ['fresh agent stream', f1(r.fresh.p50), f1(r.fresh.p99)],
+        [`agent stream holding ${fmt(r.events)} events`, f1(r.long.p50), f1(r.long.p99)],
+        [`same, first command after a restart (cold, from the snapshot)`, f1(r.coldMs), ''],
+      ])}\n`;
+    },
+  },
+  {
     name: 'calls',
     run: async () => {
       const r = await benchCalls({ calls: envInt('BENCH_CALLS', 400), inFlight: 20 });
+      figures.calls = r.callsPerSecond;
       return `${table([
         ['complete simulated calls', 'calls', 'answered', 'seconds', 'calls/s', 'p50 ms', 'p99 ms'],
         ['POST /calls -> rung, answered, bridged, hung up, recorded', fmt(r.calls), fmt(r.answered), f1(r.seconds), f1(r.callsPerSecond), f1(r.p50Ms), f1(r.p99Ms)],
@@ -208,6 +272,7 @@ const suites: Suite[] = [
     name: 'webhooks',
     run: async () => {
       const r = await benchWebhooks({ calls: 1000 });
+      figures.webhooks = r.perSecond;
       return `${table([['webhook deliveries', 'per second', 'p50 ms', 'p99 ms'], [r.name, f1(r.perSecond), f1(r.p50), f1(r.p99)]])}\n  signed POSTs to a local receiver, from the CallEnded append to receipt\n`;
     },
   },
@@ -219,6 +284,25 @@ const suites: Suite[] = [
     },
   },
 ];
+
+/** Issue 11's table: each figure against the bare baseline of this run (a figure with errors is left out). */
+function summary(): string {
+  const bare = figures.bare;
+  if (!bare) return '';
+  const x = (n: number | undefined) => (n === undefined ? 'n/a' : `${(n / bare).toFixed(2)} × bare`);
+  const rows = [
+    ['figure', 'measured', 'vs bare', 'target'],
+    ['PATCH /api/v1/agents, 50 agents (own streams)', fmt(figures.rps['PATCH /api/v1/agents, 50 agents'] ?? 0), x(figures.rps['PATCH /api/v1/agents, 50 agents']), '≥ 0.30 × bare'],
+    ['GET /api/v1/dashboard, 50 agents', fmt(figures.rps['GET /api/v1/dashboard, 50 agents'] ?? 0), x(figures.rps['GET /api/v1/dashboard, 50 agents']), '≥ 0.50 × bare'],
+    ['GET /api/v1/agents (admin, 50 agents)', fmt(figures.rps['GET /api/v1/agents, 50 agents'] ?? 0), x(figures.rps['GET /api/v1/agents, 50 agents']), '≥ 0.50 × bare'],
+    ['authenticated GET /api/v1/ping', fmt(figures.rps['GET /api/v1/ping'] ?? 0), x(figures.rps['GET /api/v1/ping']), '≥ 0.70 × bare'],
+  ];
+  const h = figures.history;
+  if (h) rows.push([`command p50 at ${fmt(h.events)} events vs fresh`, `${f1(h.long.p50)} / ${f1(h.fresh.p50)} ms`, `${(h.long.p50 / h.fresh.p50).toFixed(2)} × fresh`, '≤ 1.5 × fresh']);
+  if (figures.calls !== undefined) rows.push(['complete simulated calls', `${f1(figures.calls)} calls/s`, x(figures.calls), '≥ 500 calls/s']);
+  if (figures.webhooks !== undefined) rows.push(['webhook deliveries', `${f1(figures.webhooks)} /s`, x(figures.webhooks), '≥ 5,000 /s']);
+  return `${table(rows)}\n  bare /ping: ${fmt(bare)} req/s in this run\n`;
+}
 
 async function main() {
   const only = process.env.BENCH_SUITES?.split(',').map((s) => s.trim()).filter(Boolean);
@@ -232,6 +316,8 @@ async function main() {
       process.exitCode = 1;
     }
   }
+  const s = summary();
+  if (s) process.stdout.write(`\n== summary (issue 11)\n\n${s}`);
 }
 
 await main();
