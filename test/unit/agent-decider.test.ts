@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { agentDecider, dashboardStatus, isFree, type AgentCommand, type AgentEvent } from '../../src/commands/agent/agent.js';
-import { fold } from '../../src/commands/decider.js';
-import { AppError } from '../../src/domain/errors.js';
+import { agentDecider, dashboardStatus, isFree, type AgentEvent } from '../../src/commands/agent/agent.js';
+import { deciderSpec } from '../support/decider-spec.js';
 
 const ids = { svcId: 101, agentId: 1001 };
 const provisioned: AgentEvent = {
@@ -11,44 +10,36 @@ const provisioned: AgentEvent = {
 const at = (time: number) => ({ ...ids, time });
 const loggedIn: AgentEvent = { type: 'AgentLoggedIn', data: at(10) };
 
-/** given events, when command: then events (or the error code). */
-function when(given: AgentEvent[], command: AgentCommand): AgentEvent[] | string {
-  try {
-    return agentDecider.decide(command, fold(agentDecider, given));
-  } catch (err) {
-    if (err instanceof AppError) return err.code;
-    throw err;
-  }
-}
-const stateAfter = (events: AgentEvent[]) => fold(agentDecider, events);
+const { given } = deciderSpec(agentDecider);
+const stateAfter = (events: AgentEvent[]) => given(events).state;
 
 describe('agent decider: the transitions of CONTRACT section 6', () => {
   it('status=0 logs in from any state and answers break -1', () => {
-    expect(when([provisioned], { type: 'SetState', status: 0, time: 20 })).toEqual([{ type: 'AgentLoggedIn', data: at(20) }]);
+    given([provisioned]).when({ type: 'SetState', status: 0, time: 20 }).then({ type: 'AgentLoggedIn', data: at(20) });
     const onBreak: AgentEvent = { type: 'AgentBreakStarted', data: { ...at(15), code: 3 } };
-    expect(when([provisioned, loggedIn, onBreak], { type: 'SetState', status: 0, time: 20 })).toEqual([{ type: 'AgentLoggedIn', data: at(20) }]);
+    given([provisioned, loggedIn, onBreak]).when({ type: 'SetState', status: 0, time: 20 }).then({ type: 'AgentLoggedIn', data: at(20) });
     const s = stateAfter([provisioned, loggedIn, onBreak, { type: 'AgentLoggedIn', data: at(20) }]);
     expect([s.status, s.breakCode]).toEqual([0, -1]);
   });
 
   it('status=0 when already logged in without a break appends nothing', () => {
-    expect(when([provisioned, loggedIn], { type: 'SetState', status: 0, time: 20 })).toEqual([]);
+    given([provisioned, loggedIn]).when({ type: 'SetState', status: 0, time: 20 }).thenNothingHappened();
   });
 
   it('status=2 and break=7 log out (status 2, break 7), and are refused on a call', () => {
-    expect(when([provisioned, loggedIn], { type: 'SetState', status: 2, time: 30 })).toEqual([{ type: 'AgentLoggedOut', data: at(30) }]);
-    expect(when([provisioned, loggedIn], { type: 'SetState', break: 7, time: 30 })).toEqual([{ type: 'AgentLoggedOut', data: at(30) }]);
+    given([provisioned, loggedIn]).when({ type: 'SetState', status: 2, time: 30 }).then({ type: 'AgentLoggedOut', data: at(30) });
+    given([provisioned, loggedIn]).when({ type: 'SetState', break: 7, time: 30 }).then({ type: 'AgentLoggedOut', data: at(30) });
     const s = stateAfter([provisioned, loggedIn, { type: 'AgentLoggedOut', data: at(30) }]);
     expect([s.status, s.breakCode]).toEqual([2, 7]);
     const onCall: AgentEvent = { type: 'AgentReserved', data: { ...at(25), xnid: 'x1' } };
-    expect(when([provisioned, loggedIn, onCall], { type: 'SetState', status: 2, time: 30 })).toBe('CONFLICT');
-    expect(when([provisioned, loggedIn, onCall], { type: 'SetState', break: 7, time: 30 })).toBe('CONFLICT');
+    given([provisioned, loggedIn, onCall]).when({ type: 'SetState', status: 2, time: 30 }).thenThrows('CONFLICT');
+    given([provisioned, loggedIn, onCall]).when({ type: 'SetState', break: 7, time: 30 }).thenThrows('CONFLICT');
   });
 
   it('break=1..6 puts the agent on a break (status 0, break N) and not free; break=0 frees it', () => {
     for (let code = 1; code <= 6; code++) {
       const started: AgentEvent = { type: 'AgentBreakStarted', data: { ...at(40), code } };
-      expect(when([provisioned, loggedIn], { type: 'SetState', break: code, time: 40 })).toEqual([started]);
+      given([provisioned, loggedIn]).when({ type: 'SetState', break: code, time: 40 }).then(started);
       const s = stateAfter([provisioned, loggedIn, started]);
       expect([s.status, s.breakCode, isFree(s, 50), dashboardStatus(s, 50)]).toEqual([0, code, false, '3']);
       const ended = stateAfter([provisioned, loggedIn, started, { type: 'AgentBreakEnded', data: at(60) }]);
@@ -57,13 +48,13 @@ describe('agent decider: the transitions of CONTRACT section 6', () => {
   });
 
   it('refuses break codes outside 0-7 and a command with neither status nor break', () => {
-    expect(when([provisioned, loggedIn], { type: 'SetState', break: 8, time: 1 })).toBe('INVALID_PARAMETER');
-    expect(when([provisioned, loggedIn], { type: 'SetState', status: 1, time: 1 })).toBe('INVALID_PARAMETER');
-    expect(when([provisioned, loggedIn], { type: 'SetState', time: 1 })).toBe('INVALID_PARAMETER');
+    given([provisioned, loggedIn]).when({ type: 'SetState', break: 8, time: 1 }).thenThrows('INVALID_PARAMETER');
+    given([provisioned, loggedIn]).when({ type: 'SetState', status: 1, time: 1 }).thenThrows('INVALID_PARAMETER');
+    given([provisioned, loggedIn]).when({ type: 'SetState', time: 1 }).thenThrows('INVALID_PARAMETER');
   });
 
   it('an agent never provisioned is 404', () => {
-    expect(when([], { type: 'SetState', status: 0, time: 1 })).toBe('NOT_FOUND');
+    given([]).when({ type: 'SetState', status: 0, time: 1 }).thenThrows('NOT_FOUND');
   });
 });
 
@@ -71,12 +62,12 @@ describe('agent decider: calls', () => {
   const reserved: AgentEvent = { type: 'AgentReserved', data: { ...at(100), xnid: 'x1' } };
 
   it('only a free agent can be reserved, and a reserved agent cannot be taken by another call', () => {
-    expect(when([provisioned], { type: 'Reserve', xnid: 'x1', time: 100 })).toBe('CONFLICT');
-    expect(when([provisioned, loggedIn], { type: 'Reserve', xnid: 'x1', time: 100 })).toEqual([reserved]);
-    expect(when([provisioned, loggedIn, reserved], { type: 'Reserve', xnid: 'x2', time: 101 })).toBe('CONFLICT');
-    expect(when([provisioned, loggedIn, reserved], { type: 'Reserve', xnid: 'x1', time: 101 })).toEqual([]);
+    given([provisioned]).when({ type: 'Reserve', xnid: 'x1', time: 100 }).thenThrows('CONFLICT');
+    given([provisioned, loggedIn]).when({ type: 'Reserve', xnid: 'x1', time: 100 }).then(reserved);
+    given([provisioned, loggedIn, reserved]).when({ type: 'Reserve', xnid: 'x2', time: 101 }).thenThrows('CONFLICT');
+    given([provisioned, loggedIn, reserved]).when({ type: 'Reserve', xnid: 'x1', time: 101 }).thenNothingHappened();
     const breakStarted: AgentEvent = { type: 'AgentBreakStarted', data: { ...at(90), code: 1 } };
-    expect(when([provisioned, loggedIn, breakStarted], { type: 'Reserve', xnid: 'x1', time: 100 })).toBe('CONFLICT');
+    given([provisioned, loggedIn, breakStarted]).when({ type: 'Reserve', xnid: 'x1', time: 100 }).thenThrows('CONFLICT');
   });
 
   it('ringing shows "5", talking "1"; release frees the agent, after wrap-up when asked', () => {
@@ -86,15 +77,15 @@ describe('agent decider: calls', () => {
     const talking = stateAfter([provisioned, loggedIn, reserved, answered]);
     expect(dashboardStatus(talking, 110)).toBe('1');
     const wrap: AgentEvent = { type: 'AgentWrapUpSet', data: { ...at(5), seconds: 30 } };
-    const released = when([provisioned, wrap, loggedIn, reserved, answered], { type: 'Release', xnid: 'x1', time: 200, wrapUp: true });
-    expect(released).toEqual([{ type: 'AgentReleased', data: { ...at(200), xnid: 'x1', answered: true, freeAt: 30_200 } }]);
-    const after = stateAfter([provisioned, wrap, loggedIn, reserved, answered, ...(released as AgentEvent[])]);
+    const after = given([provisioned, wrap, loggedIn, reserved, answered])
+      .when({ type: 'Release', xnid: 'x1', time: 200, wrapUp: true })
+      .then({ type: 'AgentReleased', data: { ...at(200), xnid: 'x1', answered: true, freeAt: 30_200 } });
     expect([isFree(after, 30_199), dashboardStatus(after, 30_199)]).toEqual([false, '4']);
     expect([isFree(after, 30_200), dashboardStatus(after, 30_200)]).toEqual([true, '0']);
     // Without wrap-up (not a dialer call) the agent is free at once; releasing again changes nothing.
-    const plain = when([provisioned, wrap, loggedIn, reserved, answered], { type: 'Release', xnid: 'x1', time: 200 });
-    expect((plain as AgentEvent[])[0]!.data).toMatchObject({ freeAt: 200 });
-    expect(when([provisioned, loggedIn, reserved, answered, ...(plain as AgentEvent[])], { type: 'Release', xnid: 'x1', time: 201 })).toEqual([]);
+    const plain = given([provisioned, wrap, loggedIn, reserved, answered]).when({ type: 'Release', xnid: 'x1', time: 200 }).events();
+    expect(plain[0]!.data).toMatchObject({ freeAt: 200 });
+    given([provisioned, loggedIn, reserved, answered, ...plain]).when({ type: 'Release', xnid: 'x1', time: 201 }).thenNothingHappened();
   });
 
   it('keeps the latest 20 calls, newest first', () => {

@@ -1,6 +1,5 @@
 /** The subscriber decider, given/when/then, and the `subscribers` projection built on it. */
 import { describe, expect, it } from 'vitest';
-import { fold } from '../../src/commands/decider.js';
 import {
   maskFromInteger,
   maskToInteger,
@@ -11,31 +10,10 @@ import {
   type SubscriberRegisteredData,
 } from '../../src/commands/subscriber/subscriber.js';
 import { subscribersProjection, type SubscriberDoc } from '../../src/projections/subscribers.js';
-import { AppError } from '../../src/domain/errors.js';
+import { deciderSpec } from '../support/decider-spec.js';
 import type { RecordedEvent } from '../../src/gateways/event-store/port.js';
 
-/** given(past events).when(command) → then(expected new events) or thenFails(code). */
-function given(...past: SubscriberEvent[]) {
-  return {
-    when(command: SubscriberCommand) {
-      const run = () => subscriberDecider.decide(command, fold(subscriberDecider, past));
-      return {
-        then: (expected: SubscriberEvent[]) => expect(run()).toEqual(expected),
-        thenFails(code: string, message?: RegExp) {
-          let err: unknown;
-          try {
-            run();
-          } catch (e) {
-            err = e;
-          }
-          expect(err).toBeInstanceOf(AppError);
-          expect((err as AppError).code).toBe(code);
-          if (message) expect((err as AppError).message).toMatch(message);
-        },
-      };
-    },
-  };
-}
+const { given } = deciderSpec(subscriberDecider);
 
 const reg = (over: Partial<SubscriberRegisteredData> = {}): SubscriberRegisteredData => ({
   svcId: 101,
@@ -56,56 +34,56 @@ const register = (over: Partial<SubscriberRegisteredData> = {}): SubscriberComma
 
 describe('subscriber decider', () => {
   it('registers a new subscriber', () => {
-    given().when(register()).then([{ type: 'SubscriberRegistered', data: reg() }]);
+    given().when(register()).then({ type: 'SubscriberRegistered', data: reg() });
   });
 
   it('registers with force when none exists', () => {
-    given().when(register({ force: true })).then([{ type: 'SubscriberRegistered', data: reg({ force: true }) }]);
+    given().when(register({ force: true })).then({ type: 'SubscriberRegistered', data: reg({ force: true }) });
   });
 
   it('refuses a second registration of the same identity without force (409)', () => {
-    given({ type: 'SubscriberRegistered', data: reg() }).when(register({ url: 'https://other.test/' })).thenFails('CONFLICT', /force=true/);
+    given({ type: 'SubscriberRegistered', data: reg() }).when(register({ url: 'https://other.test/' })).thenThrows('CONFLICT', /force=true/);
   });
 
   it('replaces an existing subscriber with force', () => {
     const data = reg({ url: 'https://other.test/', force: true, time: 2000 });
-    given({ type: 'SubscriberRegistered', data: reg() }).when(register({ url: 'https://other.test/', force: true, time: 2000 })).then([{ type: 'SubscriberReplaced', data }]);
+    given({ type: 'SubscriberRegistered', data: reg() }).when(register({ url: 'https://other.test/', force: true, time: 2000 })).then({ type: 'SubscriberReplaced', data });
   });
 
   it('toggles registration and changes the mask, only when they change', () => {
     const past: SubscriberEvent = { type: 'SubscriberRegistered', data: reg() };
     given(past)
       .when({ type: 'UpdateSubscriber', svcId: 101, agentId: 0, isRegistered: false, time: 5 })
-      .then([{ type: 'SubscriberRegistrationToggled', data: { svcId: 101, agentId: 0, isRegistered: false, time: 5 } }]);
-    given(past).when({ type: 'UpdateSubscriber', svcId: 101, agentId: 0, isRegistered: true, time: 5 }).then([]);
+      .then({ type: 'SubscriberRegistrationToggled', data: { svcId: 101, agentId: 0, isRegistered: false, time: 5 } });
+    given(past).when({ type: 'UpdateSubscriber', svcId: 101, agentId: 0, isRegistered: true, time: 5 }).thenNothingHappened();
     given(past)
       .when({ type: 'UpdateSubscriber', svcId: 101, agentId: 0, eventMask: '000010', time: 6 })
-      .then([{ type: 'SubscriberMaskChanged', data: { svcId: 101, agentId: 0, eventMask: '000010', time: 6 } }]);
+      .then({ type: 'SubscriberMaskChanged', data: { svcId: 101, agentId: 0, eventMask: '000010', time: 6 } });
     given(past)
       .when({ type: 'UpdateSubscriber', svcId: 101, agentId: 0, isRegistered: false, eventMask: '000001', time: 7 })
-      .then([
+      .then(
         { type: 'SubscriberRegistrationToggled', data: { svcId: 101, agentId: 0, isRegistered: false, time: 7 } },
         { type: 'SubscriberMaskChanged', data: { svcId: 101, agentId: 0, eventMask: '000001', time: 7 } },
-      ]);
+      );
   });
 
   it('keeps the six-digit mask invariant (400)', () => {
-    given().when(register({ eventMask: '1' })).thenFails('INVALID_PARAMETER', /event-mask/);
+    given().when(register({ eventMask: '1' })).thenThrows('INVALID_PARAMETER', /event-mask/);
     given({ type: 'SubscriberRegistered', data: reg() })
       .when({ type: 'UpdateSubscriber', svcId: 101, agentId: 0, eventMask: '12', time: 1 })
-      .thenFails('INVALID_PARAMETER', /event-mask/);
+      .thenThrows('INVALID_PARAMETER', /event-mask/);
   });
 
   it('refuses to update an unknown subscriber (404)', () => {
-    given().when({ type: 'UpdateSubscriber', svcId: 101, agentId: 7, isRegistered: false, time: 1 }).thenFails('NOT_FOUND', /agent 7/);
+    given().when({ type: 'UpdateSubscriber', svcId: 101, agentId: 7, isRegistered: false, time: 1 }).thenThrows('NOT_FOUND', /agent 7/);
   });
 
   it('state after registration, toggle, mask change and replacement', () => {
-    const s = fold(subscriberDecider, [
+    const s = given([
       { type: 'SubscriberRegistered', data: reg() },
       { type: 'SubscriberRegistrationToggled', data: { svcId: 101, agentId: 0, isRegistered: false, time: 2 } },
       { type: 'SubscriberMaskChanged', data: { svcId: 101, agentId: 0, eventMask: '000011', time: 3 } },
-    ] as SubscriberEvent[]);
+    ] as SubscriberEvent[]).state;
     expect(s).toMatchObject({ exists: true, isRegistered: false, eventMask: '000011', registerTime: 1000, updatedTime: 3 });
     const r = subscriberDecider.evolve(s, { type: 'SubscriberReplaced', data: reg({ time: 9, isRegistered: true }) });
     expect(r).toMatchObject({ isRegistered: true, eventMask: '111111', registerTime: 9, updatedTime: 9 });
