@@ -1,0 +1,68 @@
+/** Delivery deciders: each attempt recorded once per round, delivered or failed; the operator's redeliver. */
+import { describe, expect, it } from 'vitest';
+import { attemptDecider, deliveryIds, redeliverDecider, type DeliveryEvent, type RecordAttemptCommand } from '../../../src/commands/delivery/delivery.js';
+import { deciderSpec } from '../../support/decider-spec.js';
+
+const requested: DeliveryEvent = {
+  type: 'DeliveryRequested',
+  data: { deliveryId: 'd1', kind: 'webhook', svcId: 101, url: 'https://hooks.test/x', callid: 'c1', webhookId: 'c1', body: '{}', at: 1_000 },
+};
+const record = (over: Partial<RecordAttemptCommand>): RecordAttemptCommand => ({ type: 'RecordAttempt', round: 0, attempt: 1, at: 2_000, statusCode: 200, error: null, last: false, ...over });
+const attempted = (attempt: number, statusCode: number | null, error: string | null, round = 0, at = 2_000): DeliveryEvent => ({
+  type: 'DeliveryAttempted',
+  data: { deliveryId: 'd1', round, attempt, at, statusCode, error },
+});
+const failed: DeliveryEvent = { type: 'DeliveryFailed', data: { deliveryId: 'd1', round: 0, at: 3_000, error: 'HTTP 500' } };
+
+describe('delivery attempts', () => {
+  const { given } = deciderSpec(attemptDecider);
+
+  it('a 2xx attempt delivers', () => {
+    const s = given(requested).when(record({})).then(attempted(1, 200, null), { type: 'DeliverySucceeded', data: { deliveryId: 'd1', round: 0, at: 2_000 } });
+    expect(s).toMatchObject({ status: 'delivered', attempts: 1 });
+  });
+
+  it('a failed attempt is recorded and the round stays pending until its last attempt fails it', () => {
+    expect(given(requested).when(record({ statusCode: 500, error: 'HTTP 500' })).then(attempted(1, 500, 'HTTP 500'))).toMatchObject({ status: 'pending', attempts: 1 });
+    const s = given(requested, attempted(1, 500, 'HTTP 500'))
+      .when(record({ attempt: 2, at: 3_000, statusCode: 500, error: 'HTTP 500', last: true }))
+      .then(attempted(2, 500, 'HTTP 500', 0, 3_000), failed);
+    expect(s.status).toBe('failed');
+  });
+
+  it('records nothing once the round is over, for another round, or for a delivery never requested', () => {
+    given(requested, attempted(1, 500, 'x'), failed).when(record({ attempt: 2 })).thenNothingHappened();
+    given(requested).when(record({ round: 1 })).thenNothingHappened();
+    given().when(record({})).thenNothingHappened();
+  });
+});
+
+describe('redeliver', () => {
+  const { given } = deciderSpec(redeliverDecider);
+
+  it('starts a new round of a failed delivery, whose attempts the attempt decider then records', () => {
+    const redelivery: DeliveryEvent = { type: 'DeliveryRedeliveryRequested', data: { deliveryId: 'd1', round: 1, at: 9_000 } };
+    expect(given(requested, attempted(1, 500, 'x'), failed).when({ type: 'Redeliver', deliveryId: 'd1', at: 9_000 }).then(redelivery)).toMatchObject({ status: 'pending', round: 1 });
+    deciderSpec(attemptDecider).given(requested, attempted(1, 500, 'x'), failed, redelivery).when(record({ round: 1, at: 9_500 })).thenMatches(
+      { type: 'DeliveryAttempted', data: { round: 1 } },
+      { type: 'DeliverySucceeded', data: { round: 1 } },
+    );
+  });
+
+  it('refuses a delivery that is pending or delivered (409) and one that does not exist (404)', () => {
+    given(requested).when({ type: 'Redeliver', deliveryId: 'd1', at: 9_000 }).thenThrows('CONFLICT', /pending/);
+    given(requested, attempted(1, 200, null), { type: 'DeliverySucceeded', data: { deliveryId: 'd1', round: 0, at: 2_000 } })
+      .when({ type: 'Redeliver', deliveryId: 'd1', at: 9_000 })
+      .thenThrows('CONFLICT', /delivered/);
+    given().when({ type: 'Redeliver', deliveryId: 'nope', at: 9_000 }).thenThrows('NOT_FOUND');
+  });
+
+  it('ids derive from the causing event, so replaying it requests the same delivery', () => {
+    expect(deliveryIds.webhook('e1')).toBe(deliveryIds.webhook('e1'));
+    expect(deliveryIds.webhook('e1')).not.toBe(deliveryIds.webhook('e2'));
+    const sub = { svcId: 101, agentId: 0, id: 's' };
+    expect(deliveryIds.subscriber('e1', sub)).not.toBe(deliveryIds.subscriber('e1', { ...sub, agentId: 1 }));
+    expect(deliveryIds.job('d1', 0)).toBe('d1');
+    expect(deliveryIds.job('d1', 2)).toBe('d1.r2');
+  });
+});
