@@ -252,6 +252,15 @@ describe('readContacts: csv', () => {
     expect(r.skipped).toBe(4);
   });
 
+  it('reads CR line ends and rows of uneven length', async () => {
+    const r = await read('name,phone\rAsha,0987654321,extra\rBen\rCara,0987654322\r', 'a.csv');
+    expect(r.contacts).toEqual([
+      { number: '0987654321', fields: { name: 'Asha', 'column 3': 'extra' } },
+      { number: '0987654322', fields: { name: 'Cara' } },
+    ]);
+    expect(r.skipped).toBe(1);
+  });
+
   it('reads Windows-1252 text', async () => {
     const r = await read(Buffer.from('name;phone\nZo\xeb;0987654321\n', 'latin1'), 'a.csv');
     expect(r.contacts).toEqual([{ number: '0987654321', fields: { name: 'Zoë' } }]);

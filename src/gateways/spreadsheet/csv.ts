@@ -1,11 +1,14 @@
 /**
- * Rows of a CSV file, streamed. Fields are separated by commas or semicolons (or tabs), whichever the
- * first line holds most of outside quotes; lines end in CRLF, LF or CR; a field in double quotes may
- * hold separators, line breaks and doubled quotes. Every field stays text, so leading zeros survive.
- * The text is UTF-8 (a byte-order mark is dropped); a file whose first 64 KiB are not valid UTF-8 is
- * read as Windows-1252, as older spreadsheet programs export it. Binary content (a NUL byte anywhere,
- * control characters, or the signature of a PDF, zip, image or legacy Office file) is `invalid`.
+ * Rows of a CSV file, streamed, parsed by csv-parse. Around it, what spreadsheet exports need: fields
+ * are separated by commas or semicolons (or tabs), whichever the first line holds most of outside
+ * quotes; lines end in CRLF, LF or CR; quotes in the middle of a field are literal. Every field stays
+ * text, so leading zeros survive. The text is UTF-8 (a byte-order mark is dropped); a file whose first
+ * 64 KiB are not valid UTF-8 is read as Windows-1252, as older spreadsheet programs export it. Binary
+ * content (a NUL byte anywhere, control characters, or the signature of a PDF, zip, image or legacy
+ * Office file) is `invalid`, and so is a file csv-parse cannot read.
  */
+import { Readable, pipeline } from 'node:stream';
+import { CsvError, parse } from 'csv-parse';
 import { invalid } from './errors.js';
 
 const SNIFF_BYTES = 64 * 1024;
@@ -47,19 +50,42 @@ export async function* csvRows(chunks: AsyncIterable<Buffer>): AsyncGenerator<st
   } catch {
     decoder = new TextDecoder('latin1'); // the WHATWG label for Windows-1252
   }
-  const text = decoder.decode(sniff, { stream: true });
-  const parser = new CsvParser(detectSeparator(text));
-  yield* parser.feed(text);
-  if (!ended) {
-    for (;;) {
-      const r = await it.next();
-      if (r.done) break;
-      if (r.value.includes(0)) throw invalid('not a CSV file: it holds binary data');
-      yield* parser.feed(decoder.decode(r.value, { stream: true }));
+  const first = decoder.decode(sniff, { stream: true });
+  async function* text(): AsyncGenerator<string> {
+    yield first;
+    if (!ended) {
+      for (;;) {
+        const r = await it.next();
+        if (r.done) break;
+        if (r.value.includes(0)) throw invalid('not a CSV file: it holds binary data');
+        yield decoder.decode(r.value, { stream: true });
+      }
     }
+    yield decoder.decode();
   }
-  yield* parser.feed(decoder.decode());
-  yield* parser.end();
+  const parser = parse({
+    delimiter: detectSeparator(first),
+    relax_quotes: true,
+    relax_column_count: true,
+    skip_empty_lines: true,
+  });
+  // pipeline: an error on either side (a binary chunk, a parse error) ends the other, and a reader that
+  // stops early ends both.
+  pipeline(Readable.from(text()), parser, () => {});
+  try {
+    for await (const record of parser as AsyncIterable<string[]>) yield record;
+  } catch (err) {
+    if (err instanceof CsvError) throw invalid(describe(err));
+    throw err;
+  }
+}
+
+function describe(err: CsvError): string {
+  if (err.code === 'CSV_QUOTE_NOT_CLOSED') {
+    const line = (err as CsvError & { lines?: number }).lines;
+    return `not a valid CSV file: a quoted field${line ? ` (line ${line})` : ''} is never closed`;
+  }
+  return `not a valid CSV file: ${err.message}`;
 }
 
 function checkText(b: Buffer): void {
@@ -84,110 +110,4 @@ export function detectSeparator(text: string): string {
   let best = ',';
   for (const [sep, n] of counts) if (n > counts.get(best)!) best = sep;
   return best;
-}
-
-/** An incremental RFC 4180 parser, lenient the way spreadsheet programs are. */
-export class CsvParser {
-  private row: string[] = [];
-  private field = '';
-  private started = false; // the field has content or opened a quote: a later quote is literal
-  private quoted = false;
-  private quotePending = false; // a quote inside quotes ended the last text: "" or the closing one?
-  private skipLF = false;
-  private records = 0;
-  private quoteRecord = 0;
-  private readonly stop: RegExp;
-
-  constructor(private readonly sep: string) {
-    this.stop = new RegExp(`[${sep === '\t' ? '\\t' : sep}\\r\\n]`, 'g');
-  }
-
-  *feed(s: string): Generator<string[]> {
-    const n = s.length;
-    let i = 0;
-    if (n === 0) return;
-    if (this.quotePending) {
-      this.quotePending = false;
-      if (s[0] === '"') {
-        this.field += '"';
-        i = 1;
-      } else {
-        this.quoted = false;
-      }
-    }
-    while (i < n) {
-      if (this.quoted) {
-        const q = s.indexOf('"', i);
-        if (q < 0) {
-          this.field += s.slice(i);
-          break;
-        }
-        this.field += s.slice(i, q);
-        if (q + 1 === n) {
-          this.quotePending = true;
-          break;
-        }
-        if (s[q + 1] === '"') {
-          this.field += '"';
-          i = q + 2;
-        } else {
-          this.quoted = false;
-          i = q + 1;
-        }
-        continue;
-      }
-      const ch = s[i]!;
-      if (this.skipLF) {
-        this.skipLF = false;
-        if (ch === '\n') {
-          i++;
-          continue;
-        }
-      }
-      if (ch === this.sep) {
-        this.endField();
-        i++;
-      } else if (ch === '\n' || ch === '\r') {
-        this.endField();
-        yield this.endRecord();
-        this.skipLF = ch === '\r';
-        i++;
-      } else if (ch === '"' && !this.started) {
-        this.quoted = true;
-        this.started = true;
-        this.quoteRecord = this.records + 1;
-        i++;
-      } else {
-        this.stop.lastIndex = i;
-        const m = this.stop.exec(s);
-        const j = m ? m.index : n;
-        this.field += s.slice(i, j);
-        this.started = true;
-        i = j;
-      }
-    }
-  }
-
-  *end(): Generator<string[]> {
-    if (this.quoted && !this.quotePending) {
-      throw invalid(`not a valid CSV file: the quoted field opened in record ${this.quoteRecord} is never closed`);
-    }
-    if (this.started || this.row.length > 0) {
-      this.endField();
-      yield this.endRecord();
-    }
-  }
-
-  private endField(): void {
-    this.row.push(this.field);
-    this.field = '';
-    this.started = false;
-  }
-
-  private endRecord(): string[] {
-    const row = this.row;
-    this.row = [];
-    this.records++;
-    return row;
-  }
 }
