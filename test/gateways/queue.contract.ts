@@ -53,6 +53,17 @@ export function jobQueueContract(adapter: string, harness: QueueHarness) {
       await until(() => a.length === 1 && b.length === 1, 'both jobs');
     });
 
+    it('counts the jobs waiting per queue, due and delayed, until they run', async () => {
+      const q = await open(unique('counts'));
+      await q.enqueue('w', { id: 'due', payload: 1 });
+      await q.enqueue('w', { id: 'later', payload: 2, delayMs: 60_000 });
+      await q.enqueue('x', { id: 'other', payload: 3 });
+      expect(await q.waitingCounts(['w', 'x', 'empty'])).toEqual({ w: 2, x: 1, empty: 0 });
+      q.process('x', async () => {});
+      await until(async () => (await q.waitingCounts(['x'])).x === 0, 'the x job to leave the waiting count');
+      expect((await q.waitingCounts(['w'])).w).toBe(2);
+    });
+
     it('dedupes by id: enqueuing an existing id, waiting or completed, is a no-op', async () => {
       const q = await open(unique('dedupe'));
       await q.enqueue('d', { id: 'one', payload: 'first' });

@@ -137,6 +137,16 @@ export class BullmqJobQueue implements JobQueue {
     return { queue, id, payload: job.data.p as P, state, attempts: job.attemptsStarted, lastError: job.failedReason || null };
   }
 
+  async waitingCounts(queues: string[]): Promise<Record<string, number>> {
+    const out: Record<string, number> = {};
+    for (const name of queues) {
+      checkQueueName(name);
+      const c = await this.queue(name).getJobCounts('waiting', 'delayed', 'prioritized');
+      out[name] = (c.waiting ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0);
+    }
+    return out;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

@@ -114,6 +114,7 @@ export class EmbeddedJobQueue implements JobQueue {
         `UPDATE jobs SET state = 'failed', finished_at = ?, last_error = ?, lock_token = NULL, locked_until = NULL WHERE queue = ? AND id = ? AND lock_token = ?`,
       ),
       renew: this.db.prepare(`UPDATE jobs SET locked_until = ? WHERE queue = ? AND id = ? AND lock_token = ?`),
+      waiting: this.db.prepare<[string], { n: number }>(`SELECT COUNT(*) AS n FROM jobs WHERE queue = ? AND state = 'waiting'`),
       prune: this.db.prepare(`DELETE FROM jobs WHERE state = 'completed' AND finished_at < ?`),
     };
     this.stmts.prune.run(this.now() - COMPLETED_RETENTION_MS);
@@ -145,6 +146,12 @@ export class EmbeddedJobQueue implements JobQueue {
     if (!row) return null;
     const state = row.state === 'waiting' && row.run_at > this.now() ? 'delayed' : row.state;
     return { queue, id, payload: JSON.parse(row.payload) as P, state, attempts: row.attempts, lastError: row.last_error };
+  }
+
+  async waitingCounts(queues: string[]): Promise<Record<string, number>> {
+    const out: Record<string, number> = {};
+    for (const q of queues) out[q] = this.stmts.waiting.get(q)?.n ?? 0;
+    return out;
   }
 
   async close(): Promise<void> {

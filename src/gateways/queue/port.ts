@@ -75,6 +75,8 @@ export interface JobQueue {
   process<P>(queue: string, handler: JobHandler<P>, options?: ProcessOptions): void;
   /** The job's state, or null when no such job is known (never enqueued, or pruned after retention). */
   getJob<P = unknown>(queue: string, id: string): Promise<JobInfo<P> | null>;
+  /** Jobs of each named queue waiting to run (due or delayed; neither running nor finished). */
+  waitingCounts(queues: string[]): Promise<Record<string, number>>;
   /** Stops taking jobs, waits for running handlers to finish, releases connections. */
   close(): Promise<void>;
 }
