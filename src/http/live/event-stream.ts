@@ -1,0 +1,98 @@
+/**
+ * One server-sent event stream (CONTRACT section 13): the events of one service stored after a
+ * position, then the live ones, as `event: call` (the socket's event JSON) and `event: agent` (the
+ * agent record), each with `id:` = a cursor naming its position. Resuming after a cursor replays
+ * the log from that position, so nothing is lost and nothing repeated.
+ *
+ * Each stream reads the log through its own catch-up subscription, pulled only as fast as the
+ * client takes the text (a slow client holds back only itself), and sends a comment line every
+ * `heartbeatMs` so proxies keep the connection open.
+ */
+import { once } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import type { EventStore, RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
+import type { ReadStore } from '../../gateways/read-store/port.js';
+import { isLegEvent, toSocketEvent, type LegEventData } from '../../domain/call-events.js';
+import { encodeCursor } from '../../domain/cursor.js';
+import { agentRecord } from '../../queries/agents.js';
+import { AgentRecordFolder } from './agent-records.js';
+
+export interface StreamScope {
+  svcId: number;
+  /** null: every event of the service (admin); else that agent's events and its calls' events. */
+  agentId: number | null;
+}
+
+export interface StreamDeps {
+  events: EventStore;
+  reads: ReadStore;
+}
+
+const isAgentStream = (e: RecordedEvent) => e.streamId.startsWith('agent-');
+
+/** The SSE message for an event, or null when the event is not for this scope. */
+export async function messageFor(e: RecordedEvent, scope: StreamScope, agents: AgentRecordFolder): Promise<string | null> {
+  if (isLegEvent(e)) {
+    const d = e.data as LegEventData;
+    if (d.svcId !== scope.svcId || (scope.agentId !== null && d.agentId !== scope.agentId)) return null;
+    return `event: call\nid: ${encodeCursor(scope.svcId, e.position)}\ndata: ${JSON.stringify(toSocketEvent(e))}\n\n`;
+  }
+  if (isAgentStream(e)) {
+    const d = e.data as { svcId?: number; agentId?: number };
+    if (d.svcId !== scope.svcId || (scope.agentId !== null && d.agentId !== scope.agentId)) return null;
+    const doc = await agents.after(e);
+    if (!doc?.exists) return null;
+    return `event: agent\nid: ${encodeCursor(scope.svcId, e.position)}\ndata: ${JSON.stringify(agentRecord(doc))}\n\n`;
+  }
+  return null;
+}
+
+export class LiveEventStream {
+  private subscription: Subscription | null = null;
+  private heartbeat: NodeJS.Timeout | null = null;
+  private closed = false;
+  readonly done: Promise<void>;
+  private resolveDone!: () => void;
+
+  constructor(
+    private readonly deps: StreamDeps,
+    private readonly res: ServerResponse,
+    private readonly scope: StreamScope,
+    private readonly heartbeatMs: number,
+  ) {
+    this.done = new Promise((resolve) => (this.resolveDone = resolve));
+  }
+
+  /** Streams the events after `after` until the client leaves or {@link close} is called. */
+  async run(after: number): Promise<void> {
+    this.res.on('close', () => this.close());
+    this.heartbeat = setInterval(() => {
+      if (!this.closed) this.res.write(': keep-alive\n\n');
+    }, this.heartbeatMs);
+    this.heartbeat.unref();
+    const agents = new AgentRecordFolder(this.deps.events, this.deps.reads);
+    this.subscription = this.deps.events.subscribeToAll({ after });
+    try {
+      for await (const e of this.subscription) {
+        if (this.closed) break;
+        const msg = await messageFor(e, this.scope, agents);
+        if (msg === null || this.closed) continue;
+        if (!this.res.write(msg)) {
+          // Backpressure: read the log no faster than this client takes it.
+          await Promise.race([once(this.res, 'drain').catch(() => {}), this.done]);
+        }
+      }
+    } finally {
+      this.close();
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.subscription?.close();
+    if (!this.res.writableEnded) this.res.end();
+    this.resolveDone();
+  }
+}
