@@ -37,6 +37,8 @@ export interface Config {
   smsRetryMs: number;
   /** Not in the contract's table: wait before a missed scheduled call's next attempt (CONTRACT section 10 says 60 s). */
   scheduleRetryS: number;
+  /** Not in the contract's table: comment line interval of GET /api/v1/events (CONTRACT section 13 says 15 s). */
+  liveHeartbeatMs: number;
   logLevel: string;
 }
 
@@ -107,6 +109,7 @@ export function loadConfig(env: Env = process.env): Config {
     smsRetryMs: int(env, 'SMS_RETRY_MS', 2000),
     scheduleRetryS: int(env, 'SCHEDULE_RETRY_S', 60),
     publicBaseUrlSet: Boolean(env.PUBLIC_BASE_URL),
+    liveHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 10),
     logLevel: env.LOG_LEVEL || 'info',
   };
 }

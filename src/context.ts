@@ -7,6 +7,8 @@ import type { JobQueue } from './gateways/queue/port.js';
 import type { ReadSync } from './projections/read-sync.js';
 import type { RecordingSigner } from './domain/recording.js';
 import type { SmsGateway } from './gateways/sms/port.js';
+import type { PlatformMetrics } from './ops/metrics.js';
+import type { Readiness } from './ops/readiness.js';
 
 export interface Context {
   config: Config;
@@ -20,6 +22,10 @@ export interface Context {
   signer: RecordingSigner;
   /** The SMS provider (simulator by default). */
   sms: SmsGateway;
+  /** Prometheus metrics of this process (GET /metrics). */
+  metrics: PlatformMetrics;
+  /** GET /readyz: stores answer, read models caught up with the log as it stood at start. */
+  readiness: Readiness;
   /** Epoch ms; injectable so tests control time. */
   now: () => number;
 }

@@ -37,6 +37,13 @@ import { HotReadStore } from './gateways/read-store/hot.js';
 
 /** Read models answered from memory where the projector runs: small, and read on every hot request. */
 export const HOT_COLLECTIONS: ReadonlySet<string> = new Set(['services', 'users', 'usernames', 'agents', 'call-stats', 'in-ivr', 'queued-callers', 'subscribers']);
+import { PlatformMetrics } from './ops/metrics.js';
+import { Readiness } from './ops/readiness.js';
+import { countingAppends } from './ops/counting-event-store.js';
+import { DELIVERY_QUEUE } from './workers/delivery/sender.js';
+import { SMS_QUEUE } from './workers/sms/sender.js';
+import { SCHEDULE_QUEUE } from './workers/scheduler/scheduled-calls.js';
+import type { CallDoc } from './projections/calls.js';
 
 export interface Platform {
   ctx: Context;
@@ -52,12 +59,14 @@ export interface Platform {
   stop(): Promise<void>;
 }
 
-export function createLogger(config: Config): Logger {
-  return pino({
+/** The platform's logger: JSON lines on stdout (or `destination`, e.g. a test capturing the log). */
+export function createLogger(config: Config, destination?: pino.DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     level: config.logLevel,
     // Secrets never reach the log.
     redact: { paths: ['req.headers.authorization', 'password', '*.password', '*.passwordHash', 'secret', '*.secret', 'socketKey'], censor: '[redacted]' },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 export function openEventStore(config: Config, now: () => number): EventStore {
@@ -82,7 +91,8 @@ export function openJobQueue(config: Config, logger?: Logger, now: () => number 
 export async function createPlatform(config: Config, options: { logger?: Logger; now?: () => number; sms?: SmsGateway; queue?: JobQueue } = {}): Promise<Platform> {
   const logger = options.logger ?? createLogger(config);
   const now = options.now ?? Date.now;
-  const events = openEventStore(config, now);
+  const metrics = new PlatformMetrics();
+  const events = countingAppends(openEventStore(config, now), metrics);
   const storedReads = openReadStore(config, now);
   // With the projector in this process every read-model write passes here: hot models answer from memory.
   const reads = config.roles.has('projector') && storedReads.scan ? new HotReadStore(storedReads, HOT_COLLECTIONS) : storedReads;
@@ -90,17 +100,42 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   const snapshots = new SqliteSnapshotStore(path.join(config.dataDir, 'snapshots.db'));
   useSnapshots(events, snapshots);
   const queue = options.queue ?? openJobQueue(config, logger, now);
+  const startHead = await events.headPosition();
   const runner = config.roles.has('projector') ? new ProjectionRunner(events, reads, projections, { logger }) : null;
   const sync = runner ? localReadSync(events, runner) : remoteReadSync(events, reads, projections.map((p) => p.name));
   const signer = new RecordingSigner(await loadSigningKey(events), config.publicBaseUrl);
   const sms = options.sms ?? new SimulatedSmsGateway(reads, now);
-  const ctx: Context = { config, events, reads, queue, sync, logger, now, signer, sms };
+  const projectedPosition = async () => {
+    if (runner) return runner.position;
+    let min = Infinity;
+    for (const p of projections) min = Math.min(min, await reads.checkpoint(p.name));
+    return min === Infinity ? 0 : min;
+  };
+  const jobQueues = [DELIVERY_QUEUE, SMS_QUEUE, SCHEDULE_QUEUE];
+  const readiness = new Readiness({
+    startHead,
+    projectedPosition,
+    stores: {
+      'event store': () => events.headPosition(),
+      'read store': () => reads.checkpoint(projections[0]!.name),
+      'job queue': () => queue.waitingCounts(jobQueues.slice(0, 1)),
+    },
+  });
+  metrics.sources.projectionLag = async () => Math.max(0, (await events.headPosition()) - (await projectedPosition()));
+  metrics.sources.jobsWaiting = () => queue.waitingCounts(jobQueues);
+  metrics.sources.activeCalls = async () => {
+    const bySvc = new Map<number, number>();
+    for (const c of await reads.find<CallDoc>('calls', { ended: false })) bySvc.set(c.svcId, (bySvc.get(c.svcId) ?? 0) + 1);
+    return bySvc;
+  };
+  const ctx: Context = { config, events, reads, queue, sync, logger, now, signer, sms, metrics, readiness };
   const app = config.roles.has('api') ? await buildApp(ctx) : null;
   const callFlow = config.roles.has('worker')
     ? new CallFlow(ctx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
     : null;
   const dialer = config.roles.has('worker') ? new DialerEngine(ctx) : null;
   const socket = config.roles.has('socket') ? new EventSocketServer(ctx, { host: config.host, port: config.socketPort }) : null;
+  if (socket) metrics.sources.socketClients = () => socket.stats().authenticated;
   let stopped = false;
   const followers: Follower[] = [];
   let delivery: DeliveryWorker | null = null;

@@ -5,7 +5,6 @@ import formbody from '@fastify/formbody';
 import multipart from '@fastify/multipart';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
-import { timingSafeEqual, createHash } from 'node:crypto';
 import type { Context } from '../context.js';
 import { AppError, unauthorized } from '../domain/errors.js';
 import { Authenticator, type AuthUser } from './auth/authenticator.js';
@@ -14,6 +13,8 @@ import { routes } from './routes/index.js';
 import { validationError } from './params.js';
 import { errorBodySchema } from './route.js';
 import type { ErrorObject } from 'ajv';
+import { operatorTokenCheck } from './auth/operator-token.js';
+import { registerObservability, requestId } from './observability.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -56,8 +57,10 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
-    // Per-request lines only at debug: at info they would cost more than the requests themselves.
-    logController: new LogController({ disableRequestLogging: ctx.config.logLevel !== 'debug' && ctx.config.logLevel !== 'trace' }),
+    // fastify's own request lines carry the URL (query strings hold OTP codes, passwords, keys):
+    // src/http/observability.ts logs one line per request instead.
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: requestId,
     // Route schemas validate the merged, already normalized parameters (src/http/route.ts): no
     // second coercion by ajv, which would read "1e3" as an integer.
     ajv: { customOptions: { coerceTypes: false } },
@@ -82,6 +85,7 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     return payload;
   });
   registerErrorHandling(app);
+  registerObservability(app, ctx.metrics);
   const routeList: FastifyInstance['routeList'] = [];
   app.decorate('routeList', routeList);
   app.addHook('onRoute', (r) => {
@@ -131,12 +135,9 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     },
   });
 
-  const tokenDigest = createHash('sha256').update(ctx.config.operatorToken).digest();
+  const checkOperatorToken = operatorTokenCheck(ctx.config.operatorToken);
   app.decorate('operatorAuth', async (req: FastifyRequest) => {
-    const h = req.headers.authorization ?? '';
-    const presented = h.startsWith('Bearer ') ? h.slice(7).trim() : '';
-    const ok = presented.length > 0 && timingSafeEqual(createHash('sha256').update(presented).digest(), tokenDigest);
-    if (!ok) throw new AppError('UNAUTHORIZED', 'operator bearer token required', { 'WWW-Authenticate': 'Bearer realm="telephony-ops"' });
+    checkOperatorToken(req.headers.authorization);
     await ctx.sync.caughtUp();
   });
 

@@ -2,7 +2,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { createPlatform, type Platform } from '../../src/platform.js';
 import type { SmsGateway } from '../../src/gateways/sms/port.js';
@@ -23,7 +23,7 @@ export interface TestServer {
 
 export async function startServer(
   env: Record<string, string> = {},
-  options: { dataDir?: string; now?: () => number; sms?: SmsGateway } = {},
+  options: { dataDir?: string; now?: () => number; sms?: SmsGateway; logger?: Logger } = {},
 ): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), 'ct-e2e-'));
   const config = loadConfig({
@@ -36,7 +36,7 @@ export async function startServer(
     LOG_LEVEL: 'silent',
     ...env,
   });
-  const platform = await createPlatform(config, { logger: pino({ level: 'silent' }), now: options.now, sms: options.sms });
+  const platform = await createPlatform(config, { logger: options.logger ?? pino({ level: 'silent' }), now: options.now, sms: options.sms });
   const { httpUrl } = await platform.start();
   const url = httpUrl!;
   const api: TestServer['api'] = (p, init = {}) => {

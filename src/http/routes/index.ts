@@ -15,6 +15,8 @@ import { campaignOpsRoutes } from './ops-campaigns.js';
 import { deliveriesRoutes } from './ops-deliveries.js';
 import { subscriberRoutes } from './subscriber.js';
 import { dialerRoutes } from './dialer.js';
+import { healthRoutes } from './ops-health.js';
+import { eventRoutes } from './events.js';
 
 export type RouteRegistrar = (app: FastifyInstance, ctx: Context) => void;
 
@@ -35,4 +37,6 @@ export const routes: RouteRegistrar[] = [
   campaignOpsRoutes,
   deliveriesRoutes,
   subscriberRoutes,
+  healthRoutes,
+  eventRoutes,
 ];

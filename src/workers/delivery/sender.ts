@@ -64,6 +64,7 @@ export function deliveryHandler(ctx: Context, post: HttpPoster = postJson) {
     const at = ctx.now();
     const last = permanent || job.attempt >= job.maxAttempts;
     await handleCommand(ctx.events, streamId, attemptDecider, { type: 'RecordAttempt', round, attempt: job.attempt, at, statusCode, error, last });
+    ctx.metrics.delivery(req.kind, error === null ? 'delivered' : last ? 'failed' : 'retry');
     if (error !== null) throw last ? new PermanentJobError(error) : new Error(error);
   };
 }

@@ -1,0 +1,39 @@
+/**
+ * Request ids, the one log line per request, and the request metrics (CONTRACT section 13).
+ *
+ * The log line holds the id, method, route pattern, status and time: never the URL (its query
+ * string may carry OTP codes, passwords or keys), never a header, never a body.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { UNMATCHED_ROUTE, type PlatformMetrics } from '../ops/metrics.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** fastify's `genReqId`: the client's `X-Request-Id` when it has the contract's form, else a fresh id. */
+export function requestId(raw: IncomingMessage): string {
+  const given = raw.headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+/** The route pattern of a request (`/api/v1/calls/:xnid`), never its URL. */
+export const routeOf = (req: FastifyRequest): string => req.routeOptions?.url ?? UNMATCHED_ROUTE;
+
+/** Logs and counts one finished request; streams that bypass fastify's reply call it themselves. */
+export function recordRequest(metrics: PlatformMetrics, req: FastifyRequest, statusCode: number, ms: number): void {
+  const route = routeOf(req);
+  metrics.observeRequest(req.method, route, statusCode, ms / 1000);
+  req.log.info({ method: req.method, route, status: statusCode, ms: Math.round(ms * 100) / 100 }, 'request');
+}
+
+export function registerObservability(app: FastifyInstance, metrics: PlatformMetrics): void {
+  app.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    reply.header('x-request-id', req.id);
+    done();
+  });
+  app.addHook('onResponse', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    recordRequest(metrics, req, reply.statusCode, reply.elapsedTime);
+    done();
+  });
+}

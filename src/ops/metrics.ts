@@ -1,0 +1,142 @@
+/**
+ * The platform's Prometheus metrics (CONTRACT section 13), one registry per platform (tests run
+ * several in one process). Request metrics are recorded on a cached child per (method, route,
+ * status), so the per-request cost is one map lookup, one increment and one observe. Gauges about
+ * the stores are computed when scraped, never on the hot path.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** What gauges read at scrape time; each part is set by whoever owns the source. */
+export interface MetricSources {
+  /** Events in the log not yet applied by every read model. */
+  projectionLag?: () => Promise<number>;
+  /** Calls in progress, by service id. */
+  activeCalls?: () => Promise<Map<number, number>>;
+  /** Clients with an accepted key on the event socket of this process. */
+  socketClients?: () => number;
+  /** Open server-sent event streams of this process. */
+  liveStreams?: () => number;
+  /** Jobs waiting (due or delayed) per queue. */
+  jobsWaiting?: () => Promise<Record<string, number>>;
+}
+
+export type DeliveryOutcome = 'delivered' | 'retry' | 'failed';
+
+/** Route label for requests that matched no route: never the raw URL (unbounded, may hold secrets). */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+interface RequestChildren {
+  count: Counter.Internal;
+  duration: Histogram.Internal<string>;
+}
+
+export class PlatformMetrics {
+  readonly registry = new Registry();
+  readonly sources: MetricSources = {};
+  private readonly requests: Counter<'method' | 'route' | 'status_code'>;
+  private readonly durations: Histogram<'method' | 'route' | 'status_code'>;
+  private readonly appended: Counter;
+  private readonly deliveries: Counter<'kind' | 'outcome'>;
+  private readonly children = new Map<string, RequestChildren>();
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    this.requests = new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests answered, by method, route pattern and status code',
+      labelNames: ['method', 'route', 'status_code'],
+      registers,
+    });
+    this.durations = new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Time from receiving a request to answering it, by method, route pattern and status code',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.appended = new Counter({ name: 'telephony_events_appended_total', help: 'Events appended to the event store by this process', registers });
+    this.deliveries = new Counter({
+      name: 'telephony_deliveries_total',
+      help: 'Webhook and subscriber delivery attempts by kind and outcome (delivered, retry: failed and tried again later, failed: given up)',
+      labelNames: ['kind', 'outcome'],
+      registers,
+    });
+    const sources = this.sources;
+    new Gauge({
+      name: 'telephony_projection_lag_events',
+      help: 'Events stored in the log but not yet applied by every read model',
+      registers,
+      async collect() {
+        if (sources.projectionLag) this.set(await sources.projectionLag());
+      },
+    });
+    new Gauge({
+      name: 'telephony_active_calls',
+      help: 'Calls in progress, by service',
+      labelNames: ['svc_id'],
+      registers,
+      async collect() {
+        this.reset();
+        if (!sources.activeCalls) return;
+        for (const [svc, n] of await sources.activeCalls()) this.set({ svc_id: String(svc) }, n);
+      },
+    });
+    new Gauge({
+      name: 'telephony_socket_clients',
+      help: 'Clients connected to the event socket of this process with an accepted key',
+      registers,
+      collect() {
+        this.set(sources.socketClients?.() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'telephony_live_streams',
+      help: 'Open server-sent event streams (GET /api/v1/events) of this process',
+      registers,
+      collect() {
+        this.set(sources.liveStreams?.() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'telephony_jobs_waiting',
+      help: 'Jobs waiting to run (due or delayed), by queue',
+      labelNames: ['queue'],
+      registers,
+      async collect() {
+        this.reset();
+        if (!sources.jobsWaiting) return;
+        for (const [queue, n] of Object.entries(await sources.jobsWaiting())) this.set({ queue }, n);
+      },
+    });
+  }
+
+  /** One answered request; `route` is the route pattern (or {@link UNMATCHED_ROUTE}). */
+  observeRequest(method: string, route: string, statusCode: number, seconds: number): void {
+    const key = `${method} ${statusCode} ${route}`;
+    let c = this.children.get(key);
+    if (!c) {
+      const labels = { method, route, status_code: String(statusCode) };
+      c = { count: this.requests.labels(labels), duration: this.durations.labels(labels) };
+      this.children.set(key, c);
+    }
+    c.count.inc();
+    c.duration.observe(seconds);
+  }
+
+  eventsAppended(n: number): void {
+    if (n > 0) this.appended.inc(n);
+  }
+
+  delivery(kind: string, outcome: DeliveryOutcome): void {
+    this.deliveries.inc({ kind, outcome });
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

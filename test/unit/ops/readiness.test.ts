@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { Readiness } from '../../../src/ops/readiness.js';
+import { decodeCursor, encodeCursor } from '../../../src/domain/cursor.js';
+
+describe('readiness', () => {
+  it('is not ready until the read models reach the log head of the start, then stays caught up', async () => {
+    let at = 3;
+    const r = new Readiness({ startHead: 10, projectedPosition: async () => at, stores: {} });
+    expect(await r.check()).toEqual({ ready: false, reason: 'read models at position 3 of 10 (catching up with the log)' });
+    at = 10;
+    expect(await r.check()).toEqual({ ready: true });
+    // A later burst of events behind the projector does not take the process out of rotation.
+    at = 0;
+    expect(await r.check()).toEqual({ ready: true });
+  });
+
+  it('is not ready while a store fails or does not answer in time, and ready again after', async () => {
+    let down: 'fail' | 'hang' | null = 'fail';
+    const r = new Readiness({
+      startHead: 0,
+      projectedPosition: async () => 0,
+      stores: {
+        'event store': async () => {
+          if (down === 'fail') throw new Error('SQLITE_CANTOPEN');
+          if (down === 'hang') await new Promise(() => {});
+        },
+      },
+      timeoutMs: 30,
+    });
+    expect(await r.check()).toEqual({ ready: false, reason: 'event store: SQLITE_CANTOPEN' });
+    down = 'hang';
+    expect(await r.check()).toEqual({ ready: false, reason: 'event store: event store did not answer within 30 ms' });
+    down = null;
+    expect(await r.check()).toEqual({ ready: true });
+  });
+});
+
+describe('live event cursors', () => {
+  it('decode on their own service only, and only in the form they were given', () => {
+    const c = encodeCursor(101, 4711);
+    expect(decodeCursor(101, c)).toBe(4711);
+    expect(decodeCursor(102, c)).toBeNull();
+    for (const bad of ['', '4711', 'not a cursor', c + '=', Buffer.from('101.4711 ').toString('base64url'), Buffer.from('101.-1').toString('base64url'), 'x'.repeat(65)]) {
+      expect(decodeCursor(101, bad), bad).toBeNull();
+    }
+  });
+});
