@@ -16,6 +16,8 @@ ENV NODE_ENV=production HOST=0.0.0.0 DATA_DIR=/data
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist dist
+# The wallboard's static page (GET /wallboard).
+COPY public public
 RUN mkdir -p /data && chown node:node /data
 USER node
 EXPOSE 8080 8989

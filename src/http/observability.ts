@@ -30,6 +30,7 @@ export function recordRequest(metrics: PlatformMetrics, req: FastifyRequest, sta
 export function registerObservability(app: FastifyInstance, metrics: PlatformMetrics): void {
   app.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
     reply.header('x-request-id', req.id);
+    req.log.debug({ method: req.method, route: routeOf(req) }, 'request received');
     done();
   });
   app.addHook('onResponse', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {

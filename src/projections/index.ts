@@ -9,6 +9,7 @@ import { campaignsProjection, campaignContactsProjection } from './campaigns.js'
 import { callsProjection, callStatsProjection, inIvrProjection, meteringProjection, queuedCallersProjection } from './calls.js';
 import { deliveriesProjection } from './deliveries.js';
 import { subscribersProjection } from './subscribers.js';
+import { callOutcomesProjection } from './call-outcomes.js';
 
 export const projections: Projection<any>[] = [
   servicesProjection,
@@ -26,4 +27,5 @@ export const projections: Projection<any>[] = [
   campaignContactsProjection,
   deliveriesProjection,
   subscribersProjection,
+  callOutcomesProjection,
 ];

@@ -204,7 +204,7 @@ describe('the server as a process', () => {
     const doc = exampleDoc();
     for (let i = 0; i < 30; i++) doc.users.push({ id: 100 + i, username: `bulk-${i}`, password: `bulk-password-${i}`, services: [101] });
     const response = server.fetch('/ops/v1/provisioning', { method: 'PUT', headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(doc) });
-    const incoming = await server.waitForLine((l) => l.msg === 'incoming request' && (l.req as { url?: string })?.url === '/ops/v1/provisioning');
+    const incoming = await server.waitForLine((l) => l.msg === 'request received' && l.route === '/ops/v1/provisioning');
     server.proc.kill('SIGTERM');
 
     const res = await response;
@@ -213,7 +213,7 @@ describe('the server as a process', () => {
     expect(await server.exited).toEqual({ code: 0, signal: null });
     // The request was still running when the signal arrived.
     const shuttingDown = server.lines.findIndex((l) => l.msg === 'shutting down');
-    const completed = server.lines.findIndex((l) => l.msg === 'request completed' && l.reqId === incoming.reqId);
+    const completed = server.lines.findIndex((l) => l.msg === 'request' && l.reqId === incoming.reqId && l.status === 200);
     expect(shuttingDown).toBeGreaterThanOrEqual(0);
     expect(completed).toBeGreaterThan(shuttingDown);
     await expect(server.fetch('/api/v1/ping')).rejects.toThrow();

@@ -17,6 +17,7 @@ import { subscriberRoutes } from './subscriber.js';
 import { dialerRoutes } from './dialer.js';
 import { healthRoutes } from './ops-health.js';
 import { eventRoutes } from './events.js';
+import { wallboardRoutes } from './wallboard.js';
 
 export type RouteRegistrar = (app: FastifyInstance, ctx: Context) => void;
 
@@ -39,4 +40,5 @@ export const routes: RouteRegistrar[] = [
   subscriberRoutes,
   healthRoutes,
   eventRoutes,
+  wallboardRoutes,
 ];

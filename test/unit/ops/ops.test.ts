@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Readiness } from '../../../src/ops/readiness.js';
 import { decodeCursor, encodeCursor } from '../../../src/domain/cursor.js';
+import { todayCounters, type CallOutcomeDoc } from '../../../src/projections/call-outcomes.js';
 
 describe('readiness', () => {
   it('is not ready until the read models reach the log head of the start, then stays caught up', async () => {
@@ -43,5 +44,24 @@ describe('live event cursors', () => {
     for (const bad of ['', '4711', 'not a cursor', c + '=', Buffer.from('101.4711 ').toString('base64url'), Buffer.from('101.-1').toString('base64url'), 'x'.repeat(65)]) {
       expect(decodeCursor(101, bad), bad).toBeNull();
     }
+  });
+});
+
+describe("wallboard's today counters", () => {
+  const doc = (over: Partial<CallOutcomeDoc>): CallOutcomeDoc => ({ svcId: 101, day: '2026-11-24', direction: 'Inbound', queuedAt: null, answeredAt: null, disposition: null, ...over });
+  it('count dispositions, and the service level over queued callers whose outcome is known', () => {
+    const now = 100_000;
+    const docs = [
+      doc({ direction: 'Outbound', answeredAt: 1, disposition: 'answered' }),
+      doc({ queuedAt: 1_000, answeredAt: 11_000, disposition: 'answered' }), // within 20 s
+      doc({ queuedAt: 1_000, answeredAt: 31_000 }), // answered late, still talking
+      doc({ queuedAt: 1_000, disposition: 'missed' }), // gave up
+      doc({ queuedAt: 95_000 }), // waiting 5 s: not decided yet
+      doc({ queuedAt: 50_000 }), // waiting 50 s: already a miss
+      doc({ direction: 'Outbound', disposition: 'missed' }),
+    ];
+    expect(todayCounters(docs, now)).toEqual({ answered: 2, missed: 2, serviceLevel: 25 });
+    expect(todayCounters([doc({ queuedAt: 99_000 })], now)).toEqual({ answered: 0, missed: 0, serviceLevel: null });
+    expect(todayCounters([doc({ queuedAt: 0, answeredAt: 20_000 }), doc({ queuedAt: 0, answeredAt: 20_001 }), doc({ queuedAt: 0, answeredAt: 5 })], now).serviceLevel).toBe(66.7);
   });
 });
