@@ -6,16 +6,12 @@
 import type { FastifyRequest } from 'fastify';
 import type { RouteRegistrar } from './index.js';
 import { forbidden, invalid } from '../../domain/errors.js';
+import { routeSchema } from '../route.js';
+import { normalize, type ParamSpecs } from '../params.js';
 import { decodeCursor } from '../../domain/cursor.js';
 import { scopeService } from '../scope.js';
 import { LiveEventStream, type StreamScope } from '../live/event-stream.js';
 import { recordRequest } from '../observability.js';
-
-function queryParam(req: FastifyRequest, name: string): string | undefined {
-  const v = (req.query as Record<string, unknown> | undefined)?.[name];
-  if (v === undefined || v === null) return undefined;
-  return String(Array.isArray(v) ? v[v.length - 1] : v);
-}
 
 export const eventRoutes: RouteRegistrar = (app, ctx) => {
   const open = new Set<LiveEventStream>();
@@ -25,37 +21,50 @@ export const eventRoutes: RouteRegistrar = (app, ctx) => {
     for (const s of open) s.close();
   });
 
+  const params = {
+    'svc-id': { type: 'integer', min: 1, description: "the service (default: the user's first service)" },
+    after: { type: 'string', maxLength: 64, description: 'a cursor: resume right after the message that carried it (the `Last-Event-ID` header wins when both are given)' },
+  } satisfies ParamSpecs;
+  const schema = routeSchema({
+    method: 'GET',
+    url: '/api/v1/events',
+    summary: 'Live events of a service as server-sent events',
+    description:
+      'Answers `text/event-stream` with its headers at once. Messages: `event: call` (data: the socket event JSON) and `event: agent` (data: the agent record), ' +
+      'each with `id:` an opaque cursor, valid on this service only. Reconnect with `Last-Event-ID: <cursor>` (or `?after=<cursor>`) to resume right after that message: ' +
+      "nothing lost, nothing repeated. A comment line every 15 s keeps proxies from closing the stream. Admin credentials get every event of the service; agent credentials their own agent's and the events of calls their agent is on.",
+    tags: ['events'],
+    auth: 'user',
+    params,
+    errors: [400, 401, 403, 429, 503],
+    handler: () => undefined,
+  });
+  (schema.response as Record<string, unknown>)[200] = {
+    description: 'The stream: `event: call|agent`, `id: <cursor>`, `data: <JSON>` messages and `: keep-alive` comments',
+    content: { 'text/event-stream': { schema: { type: 'string' } } },
+  };
+
   app.route({
     method: 'GET',
     url: '/api/v1/events',
-    schema: {
-      summary: 'Live events of a service as server-sent events (text/event-stream)',
-      description:
-        'Messages `event: call` (data: the socket event JSON) and `event: agent` (data: the agent record), each with `id:` an opaque cursor. ' +
-        'Reconnect with `Last-Event-ID: <cursor>` (or `?after=<cursor>`) to resume right after that message. A comment line is sent every 15 s. ' +
-        "Admin credentials get every event of the service; agent credentials their own agent's and those of its calls.",
-      tags: ['events'],
-      querystring: {
-        type: 'object',
-        properties: {
-          'svc-id': { type: 'string', pattern: '^[0-9]+$', description: "the service (default: the user's first service)" },
-          after: { type: 'string', description: 'a cursor: resume after the message that carried it' },
-        },
+    schema,
+    // After the credentials, before fastify validates: the query read as CONTRACT section 2 says.
+    preValidation: [
+      app.basicAuth,
+      async (req: FastifyRequest) => {
+        req.query = normalize(params, (req.query ?? {}) as Record<string, unknown>);
       },
-      security: [{ basic: [] }],
-    },
-    preValidation: app.basicAuth,
+    ] as never,
     handler: async (req, reply) => {
       const user = req.user!;
-      const svcRaw = queryParam(req, 'svc-id');
-      if (svcRaw !== undefined && !/^\d{1,15}$/.test(svcRaw)) throw invalid('svc-id must be an integer');
-      const svcId = scopeService(user, svcRaw === undefined ? undefined : Number(svcRaw));
+      const p = req.query as { 'svc-id'?: number; after?: string };
+      const svcId = scopeService(user, p['svc-id']);
       if (!user.admin && user.agentId === null) throw forbidden('these credentials belong to no agent');
       const scope: StreamScope = { svcId, agentId: user.admin ? null : user.agentId };
 
       const head = await ctx.events.headPosition();
       const lastEventId = req.headers['last-event-id'];
-      const cursor = typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : queryParam(req, 'after');
+      const cursor = typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : p.after;
       let after = head;
       if (cursor !== undefined) {
         const position = decodeCursor(svcId, cursor);
