@@ -70,6 +70,13 @@ export function rawRequest(baseUrl: string, r: RawRequest, timeoutMs = 10_000): 
       req.destroy(new Error(`no answer within ${timeoutMs} ms: ${r.method} ${r.path.slice(0, 100)}`));
     }, timeoutMs);
     req.on('response', (res) => {
+      // An accepted event stream (GET /api/v1/events) never ends by itself: its headers are the answer.
+      if (res.statusCode === 200 && String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+        clearTimeout(timer);
+        req.destroy();
+        resolve({ status: 200, headers: res.headers, text: '' });
+        return;
+      }
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
