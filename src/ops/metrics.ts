@@ -1,10 +1,11 @@
 /**
  * The platform's Prometheus metrics (CONTRACT section 13), one registry per platform (tests run
- * several in one process). Request metrics are recorded on a cached child per (method, route,
- * status), so the per-request cost is one map lookup, one increment and one observe. Gauges about
- * the stores are computed when scraped, never on the hot path.
+ * several in one process). Request metrics are plain counts (./request-metrics.ts), so a request
+ * costs one map lookup and a few increments. Gauges about the stores are computed when scraped,
+ * never on the hot path.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { RequestMetrics } from './request-metrics.js';
 
 /** What gauges read at scrape time; each part is set by whoever owns the source. */
 export interface MetricSources {
@@ -25,36 +26,17 @@ export type DeliveryOutcome = 'delivered' | 'retry' | 'failed';
 /** Route label for requests that matched no route: never the raw URL (unbounded, may hold secrets). */
 export const UNMATCHED_ROUTE = 'unmatched';
 
-interface RequestChildren {
-  count: Counter.Internal;
-  duration: Histogram.Internal<string>;
-}
-
 export class PlatformMetrics {
   readonly registry = new Registry();
   readonly sources: MetricSources = {};
-  private readonly requests: Counter<'method' | 'route' | 'status_code'>;
-  private readonly durations: Histogram<'method' | 'route' | 'status_code'>;
+  private readonly requests: RequestMetrics;
   private readonly appended: Counter;
   private readonly deliveries: Counter<'kind' | 'outcome'>;
-  private readonly children = new Map<string, RequestChildren>();
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
-    this.requests = new Counter({
-      name: 'http_requests_total',
-      help: 'HTTP requests answered, by method, route pattern and status code',
-      labelNames: ['method', 'route', 'status_code'],
-      registers,
-    });
-    this.durations = new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'Time from receiving a request to answering it, by method, route pattern and status code',
-      labelNames: ['method', 'route', 'status_code'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers,
-    });
+    this.requests = new RequestMetrics(this.registry);
     this.appended = new Counter({ name: 'telephony_events_appended_total', help: 'Events appended to the event store by this process', registers });
     this.deliveries = new Counter({
       name: 'telephony_deliveries_total',
@@ -113,15 +95,7 @@ export class PlatformMetrics {
 
   /** One answered request; `route` is the route pattern (or {@link UNMATCHED_ROUTE}). */
   observeRequest(method: string, route: string, statusCode: number, seconds: number): void {
-    const key = `${method} ${statusCode} ${route}`;
-    let c = this.children.get(key);
-    if (!c) {
-      const labels = { method, route, status_code: String(statusCode) };
-      c = { count: this.requests.labels(labels), duration: this.durations.labels(labels) };
-      this.children.set(key, c);
-    }
-    c.count.inc();
-    c.duration.observe(seconds);
+    this.requests.observe(method, route, statusCode, seconds);
   }
 
   eventsAppended(n: number): void {

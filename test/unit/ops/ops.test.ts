@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Readiness } from '../../../src/ops/readiness.js';
 import { decodeCursor, encodeCursor } from '../../../src/domain/cursor.js';
+import { PlatformMetrics } from '../../../src/ops/metrics.js';
 import { todayCounters, type CallOutcomeDoc } from '../../../src/projections/call-outcomes.js';
 
 describe('readiness', () => {
@@ -63,5 +64,27 @@ describe("wallboard's today counters", () => {
     expect(todayCounters(docs, now)).toEqual({ answered: 2, missed: 2, serviceLevel: 25 });
     expect(todayCounters([doc({ queuedAt: 99_000 })], now)).toEqual({ answered: 0, missed: 0, serviceLevel: null });
     expect(todayCounters([doc({ queuedAt: 0, answeredAt: 20_000 }), doc({ queuedAt: 0, answeredAt: 20_001 }), doc({ queuedAt: 0, answeredAt: 5 })], now).serviceLevel).toBe(66.7);
+  });
+});
+
+describe('request metrics', () => {
+  it('render as a Prometheus counter and a cumulative histogram by method, route and status', async () => {
+    const m = new PlatformMetrics({ defaultMetrics: false });
+    m.observeRequest('GET', '/api/v1/ping', 200, 0.0004);
+    m.observeRequest('GET', '/api/v1/ping', 200, 0.02);
+    m.observeRequest('GET', '/api/v1/ping', 200, 30);
+    m.observeRequest('POST', '/api/v1/calls', 409, 0.003);
+    const text = await m.render();
+    const ping = 'method="GET",route="/api/v1/ping",status_code="200"';
+    expect(text).toContain('# TYPE http_requests_total counter');
+    expect(text).toContain(`http_requests_total{${ping}} 3`);
+    expect(text).toContain('http_requests_total{method="POST",route="/api/v1/calls",status_code="409"} 1');
+    expect(text).toContain('# TYPE http_request_duration_seconds histogram');
+    expect(text).toContain(`http_request_duration_seconds_bucket{${ping},le="0.001"} 1`);
+    expect(text).toContain(`http_request_duration_seconds_bucket{${ping},le="0.025"} 2`);
+    expect(text).toContain(`http_request_duration_seconds_bucket{${ping},le="10"} 2`);
+    expect(text).toContain(`http_request_duration_seconds_bucket{${ping},le="+Inf"} 3`);
+    expect(text).toContain(`http_request_duration_seconds_count{${ping}} 3`);
+    expect(text).toMatch(new RegExp(`http_request_duration_seconds_sum\\{${ping.replace(/[/.]/g, '\\$&')}\\} 30\\.0204`));
   });
 });
