@@ -18,12 +18,17 @@ export function countingAppends(store: EventStore, metrics: PlatformMetrics): Ev
     metrics.eventsAppended(n);
     return result;
   };
+  // Other methods run on the store itself, bound once (not on every call: reads are a hot path).
+  const bound = new Map<PropertyKey, { fn: unknown; as: unknown }>();
   return new Proxy(store, {
-    get(target, prop, receiver) {
+    get(target, prop) {
       if (prop === 'appendToStream') return appendToStream;
       if (prop === 'appendToStreams') return appendToStreams;
-      const v = Reflect.get(target, prop, receiver);
-      return typeof v === 'function' ? v.bind(target) : v;
+      const v = Reflect.get(target, prop, target);
+      if (typeof v !== 'function') return v;
+      let b = bound.get(prop);
+      if (!b || b.fn !== v) bound.set(prop, (b = { fn: v, as: v.bind(target) }));
+      return b.as;
     },
   });
 }
