@@ -189,6 +189,14 @@ describe('readContacts: xlsx', () => {
     expect(process.memoryUsage().rss - rss).toBeLessThan(100 * 2 ** 20);
   });
 
+  it('refuses a part whose content fails its CRC or falls short of its declared size', async () => {
+    const sheet = Buffer.from(sheetXml('<row r="1"><c r="A1"><v>9876543210</v></c></row>'));
+    const badCrc = zip([...workbookParts([{ name: 'S', file: 'sheet1.xml' }]), { name: 'xl/worksheets/sheet1.xml', data: sheet, crc: 12345 }]);
+    expect((await failure(read(badCrc, 'x.xlsx'))).message).toMatch(/CRC/);
+    const short = zip([...workbookParts([{ name: 'S', file: 'sheet1.xml' }]), { name: 'xl/worksheets/sheet1.xml', data: sheet, size: sheet.length + 10 }]);
+    expect((await failure(read(short, 'x.xlsx'))).message).toMatch(/shorter than its declared size/);
+  });
+
   it('refuses a sheet holding one huge cell, and more XML than the inflated-size limit', async () => {
     const big = sheetXml(`<row r="1"><c r="A1" t="inlineStr"><is><t>${'1234567890'.repeat(300_000)}</t></is></c></row>`);
     const buf = zip([...workbookParts([{ name: 'S', file: 'sheet1.xml' }]), { name: 'xl/worksheets/sheet1.xml', data: Buffer.from(big) }]);

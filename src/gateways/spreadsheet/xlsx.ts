@@ -2,7 +2,7 @@
  * Rows of the first worksheet of an .xlsx held in memory, read with exceljs's streaming reader.
  *
  * Zip bombs: the workbook is at most `maxBytes` (10 MiB), so it is buffered and its zip directory read
- * first (see zip.ts). Only four parts are decompressed at all: the workbook, its relationships, the
+ * first (yauzl, see zip.ts). Only four parts are decompressed at all: the workbook, its relationships, the
  * shared strings and the first worksheet. Before any of them is inflated, a part over 16 MiB that
  * expands more than 100:1 is refused as a bomb (`invalid`), and more than `maxInflatedBytes` in all
  * (256 MiB by default) as `too_large`. While inflating, a part that grows beyond the size the zip
@@ -14,7 +14,7 @@
 import path from 'node:path';
 import ExcelJS from 'exceljs';
 import { type Cell, invalid, SpreadsheetError, tooLarge } from './errors.js';
-import { inflateEntry, inflateToString, readZipDirectory, storedZip, xmlChunks, type StoredPart, type ZipEntry } from './zip.js';
+import { inflateToString, openZip, storedZip, xmlChunks, type StoredPart, type ZipEntry } from './zip.js';
 
 export interface XlsxLimits {
   /** Decompressed bytes of the parts read, in all. */
@@ -37,15 +37,16 @@ export async function* xlsxRows(buf: Buffer, limits: XlsxLimits = DEFAULT_XLSX_L
   if (buf.length >= 8 && buf.readUInt32BE(0) === 0xd0cf11e0) {
     throw invalid('not an xlsx workbook: this is a legacy .xls or a password-protected workbook');
   }
-  const entries = readZipDirectory(buf);
+  const zip = await openZip(buf);
+  const entries = zip.entries;
   const workbook = entries.get('xl/workbook.xml');
   const rels = entries.get('xl/_rels/workbook.xml.rels');
   if (!workbook || !rels) throw invalid('not an xlsx workbook: xl/workbook.xml or its relationships are missing');
   for (const e of [workbook, rels]) {
     if (e.uncompressedSize > MAX_METADATA_BYTES) throw invalid(`not a supported xlsx workbook: ${e.name} is too large`);
   }
-  const workbookXml = await inflateToString(buf, workbook);
-  const relsXml = await inflateToString(buf, rels);
+  const workbookXml = await inflateToString(zip, workbook);
+  const relsXml = await inflateToString(zip, rels);
   const { sheet, sharedStrings } = locateParts(workbookXml, relsXml, entries);
 
   const read = [workbook, rels, sheet, ...(sharedStrings ? [sharedStrings] : [])];
@@ -64,7 +65,7 @@ export async function* xlsxRows(buf: Buffer, limits: XlsxLimits = DEFAULT_XLSX_L
   const xmlPart = (name: string, e: ZipEntry): StoredPart => ({
     name,
     size: e.uncompressedSize,
-    chunks: xmlChunks(inflateEntry(buf, e), e.name, limits.maxXmlRun),
+    chunks: xmlChunks(zip.inflate(e), e.name, limits.maxXmlRun),
   });
   const whole = (name: string, content: Buffer): StoredPart => ({ name, size: content.length, chunks: [content] });
   const source = storedZip([

@@ -1,136 +1,91 @@
 /**
- * Just enough of the zip format to read an .xlsx safely. The upload is at most `maxBytes` (10 MiB), so
- * it is held in memory and its central directory is read first; only the parts the reader needs are
- * ever decompressed, each by our own inflater that counts what it produces, stops the moment a part
- * grows past the size the directory declares, and checks the CRC. The verified parts are handed to
- * exceljs re-packed as a *stored* zip stream, so exceljs's own unzipper never inflates anything.
+ * Reading an uploaded .xlsx's zip safely, on yauzl. The upload is at most `maxBytes` (10 MiB), so it is
+ * held in memory; yauzl reads its central directory, and only the parts the reader asks for are ever
+ * decompressed, each as a stream that yauzl stops the moment it outgrows the size the directory
+ * declares (and we check the CRC, which yauzl leaves to its caller). The verified parts are handed to
+ * exceljs re-packed as a *stored* zip stream (`storedZip`), so exceljs's own unzipper never inflates
+ * anything.
  */
 import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
+import yauzl from 'yauzl';
 import { invalid } from './errors.js';
 
 export interface ZipEntry {
   readonly name: string;
-  readonly flags: number;
-  readonly method: number;
-  readonly crc32: number;
   readonly compressedSize: number;
   readonly uncompressedSize: number;
-  readonly localOffset: number;
+}
+
+export interface Zip {
+  /** The entries, keyed by lower-cased name (OPC part names ignore case). */
+  readonly entries: Map<string, ZipEntry>;
+  /**
+   * The decompressed content of an entry, in chunks. Throws `invalid` as soon as the output exceeds
+   * the declared size, and at the end when the size or the CRC differ from the directory.
+   */
+  inflate(entry: ZipEntry): AsyncGenerator<Buffer>;
 }
 
 const EOCD_SIG = 0x06054b50;
-const CDH_SIG = 0x02014b50;
 const LFH_SIG = 0x04034b50;
 
-/** The entries of a zip held in `buf`, keyed by lower-cased name (OPC part names ignore case). */
-export function readZipDirectory(buf: Buffer): Map<string, ZipEntry> {
-  const eocd = findEocd(buf);
-  if (eocd < 0) throw invalid('not an xlsx workbook: the file is not a zip archive');
-  const total = buf.readUInt16LE(eocd + 10);
-  const cdSize = buf.readUInt32LE(eocd + 12);
-  const cdOffset = buf.readUInt32LE(eocd + 16);
-  if (total === 0xffff || cdOffset === 0xffffffff || cdSize === 0xffffffff) {
-    throw invalid('not a supported xlsx workbook: zip64 archives are not accepted');
+/** yauzl's account of a broken archive, as the reader's `invalid`. */
+const damaged = (err: unknown, what: string) => invalid(`not an xlsx workbook: ${what} ${err instanceof Error ? `(${err.message})` : ''}`.trim());
+
+export async function openZip(buf: Buffer): Promise<Zip> {
+  let zip: yauzl.ZipFile;
+  try {
+    zip = await yauzl.fromBufferPromise(buf, { lazyEntries: true, validateEntrySizes: true, strictFileNames: false });
+  } catch (err) {
+    throw damaged(err, 'the file is not a readable zip archive');
   }
-  if (cdOffset + cdSize > eocd) throw invalid('not an xlsx workbook: the zip directory is damaged');
+  const raw = new Map<string, yauzl.Entry>();
   const entries = new Map<string, ZipEntry>();
-  let p = cdOffset;
-  for (let i = 0; i < total; i++) {
-    if (p + 46 > eocd || buf.readUInt32LE(p) !== CDH_SIG) {
-      throw invalid('not an xlsx workbook: the zip directory is damaged');
+  try {
+    for await (const e of zip.eachEntry()) {
+      const name = e.fileName.replace(/\\/g, '/');
+      raw.set(name.toLowerCase(), e);
+      entries.set(name.toLowerCase(), { name, compressedSize: e.compressedSize, uncompressedSize: e.uncompressedSize });
     }
-    const nameLen = buf.readUInt16LE(p + 28);
-    const extraLen = buf.readUInt16LE(p + 30);
-    const commentLen = buf.readUInt16LE(p + 32);
-    const entry: ZipEntry = {
-      flags: buf.readUInt16LE(p + 8),
-      method: buf.readUInt16LE(p + 10),
-      crc32: buf.readUInt32LE(p + 16),
-      compressedSize: buf.readUInt32LE(p + 20),
-      uncompressedSize: buf.readUInt32LE(p + 24),
-      localOffset: buf.readUInt32LE(p + 42),
-      name: buf.toString('utf8', p + 46, p + 46 + nameLen).replace(/\\/g, '/'),
-    };
-    if (entry.compressedSize === 0xffffffff || entry.uncompressedSize === 0xffffffff || entry.localOffset === 0xffffffff) {
-      throw invalid('not a supported xlsx workbook: zip64 archives are not accepted');
-    }
-    entries.set(entry.name.toLowerCase(), entry);
-    p += 46 + nameLen + extraLen + commentLen;
+  } catch (err) {
+    throw damaged(err, 'the zip directory is damaged');
   }
-  return entries;
-}
-
-function findEocd(buf: Buffer): number {
-  const min = Math.max(0, buf.length - 22 - 0xffff);
-  for (let i = buf.length - 22; i >= min; i--) {
-    if (buf.readUInt32LE(i) === EOCD_SIG && i + 22 + buf.readUInt16LE(i + 20) <= buf.length) return i;
-  }
-  return -1;
-}
-
-/** The compressed bytes of an entry, after checking its local header. */
-function compressedData(buf: Buffer, e: ZipEntry): Buffer {
-  if (e.flags & 0x1) throw invalid(`not a supported xlsx workbook: ${e.name} is encrypted`);
-  if (e.method !== 0 && e.method !== 8) {
-    throw invalid(`not a supported xlsx workbook: ${e.name} uses compression method ${e.method}`);
-  }
-  const p = e.localOffset;
-  if (p + 30 > buf.length || buf.readUInt32LE(p) !== LFH_SIG) {
-    throw invalid(`not an xlsx workbook: the zip entry ${e.name} is damaged`);
-  }
-  const start = p + 30 + buf.readUInt16LE(p + 26) + buf.readUInt16LE(p + 28);
-  const end = start + e.compressedSize;
-  if (end > buf.length) throw invalid(`not an xlsx workbook: the zip entry ${e.name} is truncated`);
-  return buf.subarray(start, end);
-}
-
-/**
- * The decompressed content of an entry, in chunks of at most 64 KiB. Throws `invalid` as soon as the
- * output exceeds the declared size, and at the end when the size or the CRC differ from the directory.
- */
-export async function* inflateEntry(buf: Buffer, e: ZipEntry): AsyncGenerator<Buffer> {
-  const data = compressedData(buf, e);
-  const damaged = (why: string) => invalid(`not an xlsx workbook: the zip entry ${e.name} ${why}`);
-  let produced = 0;
-  let crc = 0;
-  const check = (chunk: Buffer): void => {
-    produced += chunk.length;
-    if (produced > e.uncompressedSize) throw damaged('expands beyond its declared size (zip bomb?)');
-    crc = zlib.crc32(chunk, crc);
-  };
-  if (e.method === 0) {
-    for (let i = 0; i < data.length; i += 65536) {
-      const chunk = data.subarray(i, i + 65536);
-      check(chunk);
-      yield chunk;
-    }
-  } else {
-    // The inflater honours back-pressure: it only decompresses as far as we read.
-    const inflater = zlib.createInflateRaw({ chunkSize: 65536 });
-    inflater.end(data);
+  async function* inflate(entry: ZipEntry): AsyncGenerator<Buffer> {
+    const e = raw.get(entry.name.toLowerCase())!;
+    if (e.isEncrypted()) throw invalid(`not a supported xlsx workbook: ${entry.name} is encrypted`);
+    if (!e.canDecodeFileData()) throw invalid(`not a supported xlsx workbook: ${entry.name} uses compression method ${e.compressionMethod}`);
+    let crc = 0;
+    let produced = 0;
+    let stream: Readable | undefined;
     try {
-      for await (const chunk of inflater as AsyncIterable<Buffer>) {
-        check(chunk);
+      stream = await zip.openReadStreamPromise(e);
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        produced += chunk.length;
+        crc = zlib.crc32(chunk, crc);
         yield chunk;
       }
     } catch (err) {
-      if (err instanceof Error && 'code' in err && String(err.code).startsWith('Z_')) {
-        throw damaged(`does not decompress (${err.message})`);
+      if (err instanceof Error && /too many bytes/.test(err.message)) {
+        throw invalid(`not an xlsx workbook: the zip entry ${entry.name} expands beyond its declared size (zip bomb?)`);
       }
-      throw err;
+      if (err instanceof Error && /not enough bytes/.test(err.message)) {
+        throw invalid(`not an xlsx workbook: the zip entry ${entry.name} is shorter than its declared size`);
+      }
+      throw damaged(err, `the zip entry ${entry.name} does not decompress`);
     } finally {
-      inflater.destroy();
+      stream?.destroy();
     }
+    if (produced !== e.uncompressedSize) throw invalid(`not an xlsx workbook: the zip entry ${entry.name} is shorter than its declared size`);
+    if ((crc >>> 0) !== (e.crc32 >>> 0)) throw invalid(`not an xlsx workbook: the zip entry ${entry.name} fails its CRC check`);
   }
-  if (produced !== e.uncompressedSize) throw damaged('is shorter than its declared size');
-  if ((crc >>> 0) !== (e.crc32 >>> 0)) throw damaged('fails its CRC check');
+  return { entries, inflate };
 }
 
 /** A small entry as text (capped by the caller's size check). */
-export async function inflateToString(buf: Buffer, e: ZipEntry): Promise<string> {
+export async function inflateToString(zip: Zip, e: ZipEntry): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const c of inflateEntry(buf, e)) chunks.push(c);
+  for await (const c of zip.inflate(e)) chunks.push(c);
   return Buffer.concat(chunks).toString('utf8');
 }
 
