@@ -1,7 +1,9 @@
 /**
  * Runs projections over the event log. Each batch of events is applied to the documents it
  * touches and committed with the new checkpoints in one read-store write, so every event is
- * applied exactly once, even across a crash between events.
+ * applied exactly once, even across a crash between events. Each written document carries the
+ * position of the last event applied to it, and events at or below a document's stored position
+ * are skipped: a store without transactions may have stored documents whose checkpoint was lost.
  */
 import type { Logger } from 'pino';
 import type { EventStore, RecordedEvent, Subscription } from '../gateways/event-store/port.js';
@@ -118,7 +120,7 @@ export class ProjectionRunner {
   /** Applies a batch with one commit. Exposed for tests that simulate crashes between batches. */
   async applyBatch(batch: RecordedEvent[]): Promise<void> {
     if (batch.length === 0) return;
-    const docs = new Map<string, { collection: string; id: string; doc: Doc | null; dirty: boolean }>();
+    const docs = new Map<string, { collection: string; id: string; doc: Doc | null; stored: number; written: number; dirty: boolean }>();
     const nextCheckpoints: Record<string, number> = {};
     for (const p of this.projections) {
       // A runner that was never started (a test replaying a crash) must still skip what is committed.
@@ -131,12 +133,16 @@ export class ProjectionRunner {
           const key = `${collection}\u0000${id}`;
           let entry = docs.get(key);
           if (!entry) {
-            entry = { collection, id, doc: await this.store.get(collection, id), dirty: false };
+            const { doc, position } = await this.store.getVersioned(collection, id);
+            entry = { collection, id, doc, stored: position, written: 0, dirty: false };
             docs.set(key, entry);
           }
+          // Already in the stored document: its commit got that far before its checkpoint was lost.
+          if (event.position <= entry.stored) continue;
           const next = p.evolve(entry.doc, event, id);
           if (next !== entry.doc) {
             entry.doc = next;
+            entry.written = event.position;
             entry.dirty = true;
           }
         }
@@ -145,7 +151,7 @@ export class ProjectionRunner {
       if (last > from) nextCheckpoints[p.name] = last;
     }
     const writes: DocWrite[] = [];
-    for (const e of docs.values()) if (e.dirty) writes.push({ collection: e.collection, id: e.id, doc: e.doc });
+    for (const e of docs.values()) if (e.dirty) writes.push({ collection: e.collection, id: e.id, doc: e.doc, position: e.written });
     await this.store.commit(writes, nextCheckpoints);
     for (const [name, pos] of Object.entries(nextCheckpoints)) this.checkpoints.set(name, pos);
     this.waiters.advance(this.position);

@@ -1,11 +1,13 @@
 /**
  * Read store port: documents of read models, grouped in collections, plus projection checkpoints.
  *
- * The guarantee projections rely on: `commit` writes documents and advances checkpoints as one
- * unit, so after a crash a projection resumes from a checkpoint that matches its documents and no
- * event is applied twice. (SQLite: one transaction. MongoDB: a transaction where the deployment
- * supports it, otherwise each document carries the position that last wrote it and writes are
- * guarded by it, with the checkpoint written after the documents.)
+ * The guarantee projections rely on: no event is applied twice to a document, across crashes.
+ * SQLite gives it with one transaction per `commit` (documents and checkpoints as one unit).
+ * MongoDB gives it without multi-document transactions: each document carries the log position
+ * that last wrote it (`DocWrite.position`, read back by `getVersioned`), a write never replaces a
+ * document written at a later position, a delete leaves a tombstone with its position, and the
+ * checkpoints are written after the documents. After a crash between the two, the runner replays
+ * from the older checkpoint and skips, per document, the events at or below its stored position.
  */
 
 export type Doc = Record<string, unknown>;
@@ -16,6 +18,19 @@ export interface DocWrite {
   id: string;
   /** null deletes the document. */
   doc: Doc | null;
+  /**
+   * Log position of the last event applied to this document (set by the projection runner).
+   * An adapter without atomic commits stores it with the document (a delete keeps a tombstone with
+   * it until the commit's checkpoints are stored) and ignores a write at or below the stored one.
+   */
+  position?: number;
+}
+
+export interface Versioned<T extends Doc = Doc> {
+  /** null when absent, deleted or expired. */
+  doc: T | null;
+  /** Position of the last write that carried one; 0 when none did or the adapter commits atomically. */
+  position: number;
 }
 
 export interface FindOptions {
@@ -26,9 +41,18 @@ export interface FindOptions {
 
 export interface ReadStore {
   get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null>;
+  /**
+   * The document with the log position that last wrote it: the runner skips events at or below it.
+   * An adapter whose `commit` is one transaction may answer 0, as its checkpoints match its documents.
+   */
+  getVersioned<T extends Doc = Doc>(collection: string, id: string): Promise<Versioned<T>>;
   /** Documents whose top-level fields equal every value of `where`. */
   find<T extends Doc = Doc>(collection: string, where?: Record<string, Scalar>, options?: FindOptions): Promise<T[]>;
-  /** Applies writes and moves checkpoints forward atomically (a checkpoint never moves back). */
+  /**
+   * Applies writes, then moves checkpoints forward (a checkpoint never moves back). A failure before
+   * any write (e.g. a document that cannot be stored) writes nothing. Without a transaction, a crash
+   * may leave documents written and checkpoints not: writes that carry positions make that safe.
+   */
   commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void>;
   /** Stored checkpoint of a projection (0 when it never ran). */
   checkpoint(name: string): Promise<number>;

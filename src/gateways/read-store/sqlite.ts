@@ -1,7 +1,7 @@
 /** Embedded read store: one SQLite file in WAL mode; documents are JSON text. */
 import type Database from 'better-sqlite3';
 import { openSqlite } from '../sqlite.js';
-import type { Doc, DocWrite, FindOptions, ReadStore, Scalar } from './port.js';
+import type { Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
 
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -49,6 +49,11 @@ export class SqliteReadStore implements ReadStore {
   async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
     const row = this.stmts.get.get(collection, id, this.clock());
     return row ? (JSON.parse(row.data) as T) : null;
+  }
+
+  /** Position 0: documents and checkpoints commit in one transaction, so the checkpoint is enough. */
+  async getVersioned<T extends Doc = Doc>(collection: string, id: string): Promise<Versioned<T>> {
+    return { doc: await this.get<T>(collection, id), position: 0 };
   }
 
   async find<T extends Doc = Doc>(collection: string, where: Record<string, Scalar> = {}, options: FindOptions = {}): Promise<T[]> {

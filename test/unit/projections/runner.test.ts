@@ -32,6 +32,7 @@ class SpyReadStore implements ReadStore {
   commits = 0;
   constructor(private readonly inner: ReadStore) {}
   get: ReadStore['get'] = (c, id) => this.inner.get(c, id);
+  getVersioned: ReadStore['getVersioned'] = (c, id) => this.inner.getVersioned(c, id);
   find: ReadStore['find'] = (c, w, o) => this.inner.find(c, w, o);
   checkpoint: ReadStore['checkpoint'] = (n) => this.inner.checkpoint(n);
   put: ReadStore['put'] = (c, id, d, o) => this.inner.put(c, id, d, o);
