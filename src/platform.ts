@@ -12,6 +12,7 @@ import type { EventStore } from './gateways/event-store/port.js';
 import type { ReadStore } from './gateways/read-store/port.js';
 import { SqliteEventStore } from './gateways/event-store/sqlite.js';
 import { SqliteReadStore } from './gateways/read-store/sqlite.js';
+import { MongoReadStore } from './gateways/read-store/mongodb.js';
 import type { JobQueue } from './gateways/queue/port.js';
 import { EmbeddedJobQueue } from './gateways/queue/embedded.js';
 import { BullmqJobQueue } from './gateways/queue/bullmq.js';
@@ -76,10 +77,9 @@ export function openEventStore(config: Config, now: () => number): EventStore {
   return new SqliteEventStore(path.join(config.dataDir, 'events.db'), now);
 }
 
-export function openReadStore(config: Config, now: () => number): ReadStore {
-  if (config.mongodbUrl) {
-    throw new Error('MONGODB_URL: the MongoDB adapter is not part of this build yet; unset it to use the embedded store');
-  }
+/** MongoDB when `MONGODB_URL` is set (connects and creates its indexes first), else SQLite in DATA_DIR. */
+export async function openReadStore(config: Config, now: () => number): Promise<ReadStore> {
+  if (config.mongodbUrl) return MongoReadStore.open(config.mongodbUrl, { clock: now });
   return new SqliteReadStore(path.join(config.dataDir, 'read.db'), now);
 }
 
@@ -93,7 +93,13 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   const now = options.now ?? Date.now;
   const metrics = new PlatformMetrics();
   const events = countingAppends(openEventStore(config, now), metrics);
-  const storedReads = openReadStore(config, now);
+  let storedReads: ReadStore;
+  try {
+    storedReads = await openReadStore(config, now);
+  } catch (err) {
+    await events.close();
+    throw err;
+  }
   // With the projector in this process every read-model write passes here: hot models answer from memory.
   const reads = config.roles.has('projector') && storedReads.scan ? new HotReadStore(storedReads, HOT_COLLECTIONS) : storedReads;
   // Aggregate snapshots: a cache beside the log, whatever the event store is.
