@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MongoReadStore } from '../../src/gateways/read-store/mongodb.js';
+import { HotReadStore } from '../../src/gateways/read-store/hot.js';
 import type { ReadStore } from '../../src/gateways/read-store/port.js';
 import { MongoDouble } from '../support/mongo-double/server.js';
 import { readStoreContract } from './read-store.contract.js';
@@ -34,6 +35,12 @@ readStoreContract('mongodb (wire-protocol double)', {
     dbs.set(again, dbName);
     return again;
   },
+});
+
+// Hot read models over MongoDB, as the projector's process runs them (the expiring collections stay cold).
+const hot = { has: (c: string) => c !== 'idem' && c !== 'locks' } as ReadonlySet<string>;
+readStoreContract('hot over mongodb (wire-protocol double)', {
+  create: async (clock) => new HotReadStore(await MongoReadStore.open(double.url(`hot-${n++}`), { clock }), hot),
 });
 
 describe('MongoReadStore on the double', () => {

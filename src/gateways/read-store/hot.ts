@@ -8,12 +8,14 @@
  * runs the projector. A process without it reads the store (see platform.ts). Documents handed out
  * are frozen: they are shared, and a caller changing one would change the model.
  */
-import type { Doc, DocWrite, FindOptions, ReadStore, Scalar } from './port.js';
+import type { Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
 
 type Collection = Map<string, Doc>;
 
 export class HotReadStore implements ReadStore {
   private readonly loaded = new Map<string, Collection>();
+  /** Per hot collection, the log position each document was last written at (where the store keeps one). */
+  private readonly positions = new Map<string, Map<string, number>>();
   private readonly loading = new Map<string, { promise: Promise<Collection>; writes: DocWrite[] }>();
 
   constructor(
@@ -23,7 +25,7 @@ export class HotReadStore implements ReadStore {
     if (!inner.scan) throw new Error('hot read models need a read store that can scan a collection');
   }
 
-  scan(collection: string): Promise<{ id: string; doc: Doc }[]> {
+  scan(collection: string): Promise<{ id: string; doc: Doc; position?: number }[]> {
     return this.inner.scan!(collection);
   }
 
@@ -35,9 +37,14 @@ export class HotReadStore implements ReadStore {
       const writes: DocWrite[] = [];
       const promise = this.inner.scan!(name).then((entries) => {
         const c: Collection = new Map();
-        for (const { id, doc } of entries) c.set(id, freeze(doc));
+        const positions = new Map<string, number>();
+        for (const { id, doc, position } of entries) {
+          c.set(id, freeze(doc));
+          if (position) positions.set(id, position);
+        }
+        this.positions.set(name, positions);
         // Writes that passed while the load was in flight are newer than what it read.
-        for (const w of writes) apply(c, w);
+        for (const w of writes) apply(c, positions, w);
         this.loaded.set(name, c);
         this.loading.delete(name);
         return c;
@@ -52,7 +59,7 @@ export class HotReadStore implements ReadStore {
   private remember(w: DocWrite) {
     if (!this.hot.has(w.collection)) return;
     const c = this.loaded.get(w.collection);
-    if (c) apply(c, w);
+    if (c) apply(c, this.positions.get(w.collection)!, w);
     else this.loading.get(w.collection)?.writes.push(w);
   }
 
@@ -60,6 +67,15 @@ export class HotReadStore implements ReadStore {
     if (!this.hot.has(collection)) return this.inner.get<T>(collection, id);
     const c = this.loaded.get(collection) ?? (await this.collection(collection));
     return (c.get(id) as T | undefined) ?? null;
+  }
+
+  /** A document in memory answers with its remembered position; a miss asks the store (it may hold a tombstone). */
+  async getVersioned<T extends Doc = Doc>(collection: string, id: string): Promise<Versioned<T>> {
+    if (!this.hot.has(collection)) return this.inner.getVersioned<T>(collection, id);
+    const c = this.loaded.get(collection) ?? (await this.collection(collection));
+    const doc = c.get(id) as T | undefined;
+    if (doc === undefined) return this.inner.getVersioned<T>(collection, id);
+    return { doc, position: this.positions.get(collection)?.get(id) ?? 0 };
   }
 
   async find<T extends Doc = Doc>(collection: string, where: Record<string, Scalar> = {}, options: FindOptions = {}): Promise<T[]> {
@@ -110,9 +126,10 @@ export class HotReadStore implements ReadStore {
   }
 }
 
-function apply(c: Collection, w: DocWrite) {
+function apply(c: Collection, positions: Map<string, number>, w: DocWrite) {
   if (w.doc === null) c.delete(w.id);
   else c.set(w.id, freeze(w.doc));
+  if (w.position !== undefined) positions.set(w.id, w.position);
 }
 
 function matches(value: unknown, wanted: Scalar): boolean {

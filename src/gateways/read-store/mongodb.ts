@@ -136,6 +136,12 @@ export class MongoReadStore implements ReadStore {
     return (await cursor.toArray()).map((s) => s.d as T);
   }
 
+  /** Every live document of a collection with its position (a hot read model loads this). */
+  async scan(collection: string): Promise<{ id: string; doc: Doc; position?: number }[]> {
+    const all = await this.coll(collection).find(this.live(), { sort: { _id: 1 } }).toArray();
+    return all.map((s) => ({ id: s._id, doc: (s.d ?? {}) as Doc, position: s.p }));
+  }
+
   async commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void> {
     // Everything is encoded before anything is written: a document that cannot be stored fails the
     // commit with nothing written.

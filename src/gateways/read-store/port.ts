@@ -67,7 +67,8 @@ export interface ReadStore {
   /**
    * Optional: every live document of a collection with its id (loading a hot read model into
    * memory, src/gateways/read-store/hot.ts). An adapter without it is simply read per request.
+   * `position` is what `getVersioned` would answer, where the adapter keeps one.
    */
-  scan?(collection: string): Promise<{ id: string; doc: Doc }[]>;
+  scan?(collection: string): Promise<{ id: string; doc: Doc; position?: number }[]>;
   close(): Promise<void>;
 }

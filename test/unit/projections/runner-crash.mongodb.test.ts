@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { SqliteEventStore } from '../../../src/gateways/event-store/sqlite.js';
 import { MongoReadStore } from '../../../src/gateways/read-store/mongodb.js';
+import { HotReadStore } from '../../../src/gateways/read-store/hot.js';
 import type { DocWrite, ReadStore } from '../../../src/gateways/read-store/port.js';
 import type { Projection } from '../../../src/projections/projection.js';
 import { ProjectionRunner } from '../../../src/projections/runner.js';
@@ -70,9 +71,12 @@ describe('ProjectionRunner on MongoDB: a crash between documents and checkpoint'
     await expect(crashed.applyBatch(all.slice(4))).rejects.toThrow();
   };
 
-  it('documents ahead of their checkpoint: a restart replays the batch and applies nothing twice', async () => {
+  it.each([
+    ['the MongoDB store', (s: ReadStore) => s],
+    ['hot read models over it', (s: ReadStore) => new HotReadStore(s, new Set(['counting', 'per-stream']))],
+  ])('documents ahead of their checkpoint: a restart on %s replays the batch and applies nothing twice', async (_, wrap) => {
     await crashAfterDocuments();
-    const store = await openStore();
+    const store = wrap(await openStore());
     expect(await store.checkpoint('counting')).toBe(4);
     expect((await store.getVersioned('counting', 'all')).position).toBe(9);
     expect(await store.get('counting', 'all')).toEqual({ positions: range(1, 9) });
