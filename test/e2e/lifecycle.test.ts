@@ -4,13 +4,14 @@
  * The child processes run the compiled code, built once into a temporary directory.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync, realpathSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_TOKEN, exampleDoc, startProvisioned, startServer } from '../support/server.js';
 import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
+import { MongoDouble } from '../support/mongo-double/server.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 let work: string;
@@ -273,5 +274,33 @@ describe('telephony CLI', () => {
     const usage = cli(['frobnicate'], dataDir);
     expect(usage.status).toBe(2);
     expect(usage.stderr).toContain('usage: telephony provision FILE');
+  });
+});
+
+describe('the server as a process on MONGODB_URL (the MongoDB wire-protocol double, not a MongoDB server)', () => {
+  it('starts on it, keeps its read models there across kill -9, and stops on SIGTERM with code 0', async () => {
+    const double = new MongoDouble();
+    await double.start();
+    try {
+      const env = { MONGODB_URL: double.url('lifecycle') };
+      const dataDir = newDataDir();
+      const asha = basic('asha', 's3cret-asha');
+      const admin = basic('acme-admin', 's3cret-admin');
+      const first = await ServerProcess.start(dataDir, { ...env, PROVISION_FILE: writeDoc(exampleDoc()) });
+      const res = await first.fetch('/api/v1/agents?break=3', { method: 'PATCH', headers: asha });
+      expect([res.status, await res.json()]).toEqual([200, { status: 0, break: 3 }]);
+      expect(existsSync(path.join(dataDir, 'read.db'))).toBe(false);
+      expect(double.documents('lifecycle', 'agents').map((d) => d._id)).toEqual(['101-1001']);
+      first.proc.kill('SIGKILL');
+      expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
+
+      const second = await ServerProcess.start(dataDir, env);
+      const dashboard = await (await second.fetch('/api/v1/dashboard?svc-id=101', { headers: admin })).json();
+      expect(dashboard.agentsData.find((a: { id: number }) => a.id === 1001).status).toBe('3');
+      second.proc.kill('SIGTERM');
+      expect(await second.exited).toEqual({ code: 0, signal: null });
+    } finally {
+      await double.stop();
+    }
   });
 });
