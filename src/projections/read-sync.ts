@@ -25,10 +25,10 @@ export function localReadSync(events: EventStore, runner: ProjectionRunner): Rea
 }
 
 export function remoteReadSync(events: EventStore, reads: ReadStore, projectionNames: string[], pollMs = 20): ReadSync {
+  // All checkpoints at once: on a networked store (MongoDB) that is one round trip, not one per projection.
   const positionNow = async () => {
-    let min = Infinity;
-    for (const n of projectionNames) min = Math.min(min, await reads.checkpoint(n));
-    return min === Infinity ? 0 : min;
+    const all = await Promise.all(projectionNames.map((n) => reads.checkpoint(n)));
+    return all.length ? Math.min(...all) : 0;
   };
   const waitFor = async (position: number, timeoutMs = 10_000) => {
     const deadline = Date.now() + timeoutMs;

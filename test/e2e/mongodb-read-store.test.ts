@@ -9,6 +9,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MongoReadStore } from '../../src/gateways/read-store/mongodb.js';
 import { HotReadStore } from '../../src/gateways/read-store/hot.js';
+import pino from 'pino';
+import { loadConfig } from '../../src/config.js';
+import { createPlatform } from '../../src/platform.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { ADMIN, ASHA, teamDoc } from '../support/fixtures.js';
 import { ended, eventually, reached } from '../support/wait.js';
@@ -102,5 +105,26 @@ describe('the platform on MONGODB_URL (MongoDB wire-protocol double)', () => {
     expect((await patch('break=2', ASHA)).status).toBe(200);
     expect((await agents(ASHA))[0].status).toBe(0);
     expect((await dashboard()).agentsData.find((a: { id: number }) => a.id === 1001).status).toBe('3');
+  });
+
+  it('an api process without the projector reads its own writes through the checkpoints stored in MongoDB', async () => {
+    // The projector and workers in one platform, the api alone in another, sharing the log and the database.
+    const projector = await createPlatform(
+      loadConfig({ ...env(), ROLES: 'projector,worker', DATA_DIR: s.dataDir, PORT: '0', SOCKET_PORT: '0', OPERATOR_TOKEN: 'x', LOG_LEVEL: 'silent' }),
+      { logger: pino({ level: 'silent' }) },
+    );
+    await s.platform.stop();
+    await projector.start();
+    s = await startServer({ ...env(), ROLES: 'api' }, { dataDir: s.dataDir });
+    try {
+      expect(s.platform.runner).toBeNull();
+      const res = await patch('break=5', ASHA);
+      expect([res.status, await res.json()]).toEqual([200, { status: 0, break: 5 }]);
+      expect((await dashboard()).agentsData.find((a: { id: number }) => a.id === 1001).status).toBe('3');
+      expect((await patch('break=0', ASHA)).status).toBe(200);
+      expect((await dashboard()).agentsData.find((a: { id: number }) => a.id === 1001).status).toBe('0');
+    } finally {
+      await projector.stop();
+    }
   });
 });
