@@ -254,7 +254,7 @@ const suites: Suite[] = [
       return `${table([
         ['complete simulated calls', 'calls', 'answered', 'seconds', 'calls/s', 'p50 ms', 'p99 ms'],
         ['POST /calls -> rung, answered, bridged, hung up, recorded', fmt(r.calls), fmt(r.answered), f1(r.seconds), f1(r.callsPerSecond), f1(r.p50Ms), f1(r.p99Ms)],
-      ])}\n  20 calls at once, one free agent each; latency from the POST to CallEnded\n`;
+      ])}\n  20 calls at once, one free agent each; latency from the POST to CallEnded; per call ${f1(r.appendsPerCall)} appends in ${f1(r.commitsPerCall)} commits (fsyncs) of the event store\n`;
     },
   },
   {
@@ -273,7 +273,7 @@ const suites: Suite[] = [
     run: async () => {
       const r = await benchWebhooks({ calls: 1000 });
       figures.webhooks = r.perSecond;
-      return `${table([['webhook deliveries', 'per second', 'p50 ms', 'p99 ms'], [r.name, f1(r.perSecond), f1(r.p50), f1(r.p99)]])}\n  signed POSTs to a local receiver, from the CallEnded append to receipt\n`;
+      return `${table([['webhook deliveries', 'per second', 'p50 ms', 'p99 ms'], [r.name, f1(r.perSecond), f1(r.p50), f1(r.p99)]])}\n  signed POSTs to a local receiver, from the CallEnded append to receipt; per delivery ${f1(r.appendsPerDelivery)} appends in ${f1(r.commitsPerDelivery)} commits (fsyncs) of the event store\n`;
     },
   },
   {
