@@ -81,7 +81,7 @@ const scenarios: Scenario[] = [
   { name: 'GET /api/v1/ping', server: 'platform', method: 'GET', path: '/api/v1/ping', headers: admin, note: 'Basic auth (cached verification), read-your-writes check, route pipeline' },
   { name: 'GET /api/v1/user', server: 'platform', method: 'GET', path: '/api/v1/user', headers: admin, note: 'as above plus a read-model lookup and a SHA-256 of the stored hash' },
   {
-    name: 'PATCH /api/v1/agents, 50 agents',
+    name: 'PATCH /api/v1/agents (50 agents)',
     server: 'platform',
     method: 'PATCH',
     path: '',
@@ -92,8 +92,8 @@ const scenarios: Scenario[] = [
     headers: fiftyAdmin,
     note: 'break toggles, each connection on its own agent (own stream): commands that do not contend, grouped commits',
   },
-  { name: 'GET /api/v1/dashboard, 50 agents', server: 'platform', method: 'GET', path: `/api/v1/dashboard?svc-id=${FIFTY_SVC}`, headers: fiftyAdmin, note: 'the dashboard of a service with 50 agents (hot read models)' },
-  { name: 'GET /api/v1/agents, 50 agents', server: 'platform', method: 'GET', path: `/api/v1/agents?svc-id=${FIFTY_SVC}`, headers: fiftyAdmin, note: 'the agent records of a service with 50 agents (admin)' },
+  { name: 'GET /api/v1/dashboard (50 agents)', server: 'platform', method: 'GET', path: `/api/v1/dashboard?svc-id=${FIFTY_SVC}`, headers: fiftyAdmin, note: 'the dashboard of a service with 50 agents (hot read models)' },
+  { name: 'GET /api/v1/agents (50 agents)', server: 'platform', method: 'GET', path: `/api/v1/agents?svc-id=${FIFTY_SVC}`, headers: fiftyAdmin, note: 'the agent records of a service with 50 agents (admin)' },
   {
     name: 'PATCH /api/v1/agents (break toggle)',
     server: 'platform',
@@ -292,9 +292,9 @@ function summary(): string {
   const x = (n: number | undefined) => (n === undefined ? 'n/a' : `${(n / bare).toFixed(2)} × bare`);
   const rows = [
     ['figure', 'measured', 'vs bare', 'target'],
-    ['PATCH /api/v1/agents, 50 agents (own streams)', fmt(figures.rps['PATCH /api/v1/agents, 50 agents'] ?? 0), x(figures.rps['PATCH /api/v1/agents, 50 agents']), '≥ 0.30 × bare'],
-    ['GET /api/v1/dashboard, 50 agents', fmt(figures.rps['GET /api/v1/dashboard, 50 agents'] ?? 0), x(figures.rps['GET /api/v1/dashboard, 50 agents']), '≥ 0.50 × bare'],
-    ['GET /api/v1/agents (admin, 50 agents)', fmt(figures.rps['GET /api/v1/agents, 50 agents'] ?? 0), x(figures.rps['GET /api/v1/agents, 50 agents']), '≥ 0.50 × bare'],
+    ['PATCH /api/v1/agents, 50 agents (own streams)', fmt(figures.rps['PATCH /api/v1/agents (50 agents)'] ?? 0), x(figures.rps['PATCH /api/v1/agents (50 agents)']), '≥ 0.30 × bare'],
+    ['GET /api/v1/dashboard (50 agents)', fmt(figures.rps['GET /api/v1/dashboard (50 agents)'] ?? 0), x(figures.rps['GET /api/v1/dashboard (50 agents)']), '≥ 0.50 × bare'],
+    ['GET /api/v1/agents (admin, 50 agents)', fmt(figures.rps['GET /api/v1/agents (50 agents)'] ?? 0), x(figures.rps['GET /api/v1/agents (50 agents)']), '≥ 0.50 × bare'],
     ['authenticated GET /api/v1/ping', fmt(figures.rps['GET /api/v1/ping'] ?? 0), x(figures.rps['GET /api/v1/ping']), '≥ 0.70 × bare'],
   ];
   const h = figures.history;
