@@ -11,8 +11,12 @@ import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { createPlatform } from '../src/platform.js';
 import { applyProvisioning } from '../src/commands/provisioning/provision.js';
+import { storeStats } from './webhooks.js';
 
 export interface CallsBenchResult {
+  /** Event-store appends and commits (fsyncs) per call. */
+  appendsPerCall: number;
+  commitsPerCall: number;
   calls: number;
   seconds: number;
   callsPerSecond: number;
@@ -64,6 +68,7 @@ export async function benchCalls(options: { calls?: number; inFlight?: number } 
         else outcomes.set(d.xnid, d.disposition === 'answered');
       }
     })();
+    const before = storeStats(platform.ctx.events);
     const latencies: number[] = [];
     let answered = 0;
     let placed = 0;
@@ -87,7 +92,11 @@ export async function benchCalls(options: { calls?: number; inFlight?: number } 
     sub.close();
     await watching;
     latencies.sort((a, b) => a - b);
-    return { calls: latencies.length, seconds, callsPerSecond: latencies.length / seconds, p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), answered };
+    const after = storeStats(platform.ctx.events);
+    return {
+      appendsPerCall: (after.appends - before.appends) / latencies.length,
+      commitsPerCall: (after.commits - before.commits) / latencies.length,
+      calls: latencies.length, seconds, callsPerSecond: latencies.length / seconds, p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), answered };
   } finally {
     await platform.stop();
     rmSync(dataDir, { recursive: true, force: true });

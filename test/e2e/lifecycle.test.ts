@@ -198,6 +198,34 @@ describe('the server as a process', () => {
     }
   });
 
+  it('two processes on one DATA_DIR: every command decides on the last acknowledged write, whichever process made it', async () => {
+    const dataDir = newDataDir();
+    const a = await ServerProcess.start(dataDir, { PROVISION_FILE: writeDoc(exampleDoc()) });
+    const b = await ServerProcess.start(dataDir, { ROLES: 'api' });
+    const admin = basic('acme-admin', 's3cret-admin');
+    try {
+      // Alternating processes and break codes: each process's cached agent is behind the other's
+      // write every time. A stale state would decide "already on that break" and append nothing.
+      for (let i = 0; i < 12; i++) {
+        const [server, code] = i % 2 === 0 ? [a, 1 + (i % 4)] : [b, 5];
+        const res = await server.fetch(`/api/v1/agents?break=${code}&agent-number=9100001001`, { method: 'PATCH', headers: admin });
+        expect(res.status).toBe(200);
+        expect(await res.json()).toMatchObject({ break: code });
+      }
+    } finally {
+      a.proc.kill('SIGTERM');
+      b.proc.kill('SIGTERM');
+      await Promise.all([a.exited, b.exited]);
+    }
+    const store = new SqliteEventStore(path.join(dataDir, 'events.db'));
+    try {
+      const started = (await store.readStream('agent-101-1001')).filter((e) => e.type === 'AgentBreakStarted');
+      expect(started.map((e) => (e.data as { code: number }).code)).toEqual([1, 5, 3, 5, 1, 5, 3, 5, 1, 5, 3, 5]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('SIGTERM finishes the request in flight, then exits with code 0', async () => {
     const dataDir = newDataDir();
     const server = await ServerProcess.start(dataDir, { LOG_LEVEL: 'debug' });

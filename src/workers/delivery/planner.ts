@@ -116,29 +116,25 @@ export class DeliveryPlanner {
     const wanted = subs.filter((s) => subscriberWants(s, event.type as LegEventType, leg.agentId));
     if (wanted.length === 0) return false;
     const body = JSON.stringify(toSocketEvent(event));
-    for (const s of wanted) {
-      const subscriber = { svcId: leg.svcId, agentId: Number(s.agent_id ?? 0), id: String(s.id) };
-      const deliveryId = deliveryIds.subscriber(event.id, subscriber);
-      await this.request({
-        deliveryId,
-        kind: 'subscriber',
-        svcId: leg.svcId,
-        url: s.url,
-        eventId: event.id,
-        subscriber,
-        webhookId: deliveryId,
-        body,
-        at: event.time,
-      });
-    }
+    // Every subscriber's delivery in one append (one commit), however many want the event.
+    await this.request(
+      ...wanted.map((s): DeliveryRequestedData => {
+        const subscriber = { svcId: leg.svcId, agentId: Number(s.agent_id ?? 0), id: String(s.id) };
+        const deliveryId = deliveryIds.subscriber(event.id, subscriber);
+        return { deliveryId, kind: 'subscriber', svcId: leg.svcId, url: s.url, eventId: event.id, subscriber, webhookId: deliveryId, body, at: event.time };
+      }),
+    );
     return true;
   }
 
-  private async request(data: DeliveryRequestedData) {
-    await this.ctx.events.appendToStream(
-      streams.delivery(data.deliveryId),
-      [{ type: 'DeliveryRequested', data, id: deliveryIds.requestedEvent(data.deliveryId) }],
-      { expectedRevision: 'any' },
+  private async request(...requests: DeliveryRequestedData[]) {
+    // 'any' with the deterministic event id: a replayed event stores nothing twice.
+    await this.ctx.events.appendToStreams(
+      requests.map((data) => ({
+        streamId: streams.delivery(data.deliveryId),
+        events: [{ type: 'DeliveryRequested', data, id: deliveryIds.requestedEvent(data.deliveryId) }],
+        expectedRevision: 'any' as const,
+      })),
     );
   }
 }
