@@ -44,7 +44,7 @@ import { countingAppends } from './ops/counting-event-store.js';
 import { DELIVERY_QUEUE } from './workers/delivery/sender.js';
 import { SMS_QUEUE } from './workers/sms/sender.js';
 import { SCHEDULE_QUEUE } from './workers/scheduler/scheduled-calls.js';
-import type { CallDoc } from './projections/calls.js';
+import type { ActiveCallDoc } from './projections/active-calls.js';
 
 export interface Platform {
   ctx: Context;
@@ -131,7 +131,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   metrics.sources.jobsWaiting = () => queue.waitingCounts(jobQueues);
   metrics.sources.activeCalls = async () => {
     const bySvc = new Map<number, number>();
-    for (const c of await reads.find<CallDoc>('calls', { ended: false })) bySvc.set(c.svcId, (bySvc.get(c.svcId) ?? 0) + 1);
+    for (const c of await reads.find<ActiveCallDoc>('active-calls')) bySvc.set(c.svcId, (bySvc.get(c.svcId) ?? 0) + 1);
     return bySvc;
   };
   const ctx: Context = { config, events, reads, queue, sync, logger, now, signer, sms, metrics, readiness };

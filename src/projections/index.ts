@@ -10,6 +10,7 @@ import { callsProjection, callStatsProjection, inIvrProjection, meteringProjecti
 import { deliveriesProjection } from './deliveries.js';
 import { subscribersProjection } from './subscribers.js';
 import { callOutcomesProjection } from './call-outcomes.js';
+import { activeCallsProjection } from './active-calls.js';
 
 export const projections: Projection<any>[] = [
   servicesProjection,
@@ -28,4 +29,5 @@ export const projections: Projection<any>[] = [
   deliveriesProjection,
   subscribersProjection,
   callOutcomesProjection,
+  activeCallsProjection,
 ];

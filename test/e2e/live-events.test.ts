@@ -135,6 +135,31 @@ describe('live events over HTTP (SSE)', () => {
     expect(asha.messages.filter((m) => m.event === 'call').every((m) => JSON.parse(m.data).agent === '1001')).toBe(true);
   });
 
+  it('gives an agent the events of a call it is on that name another agent (a transfer), also after resuming', async () => {
+    await patch('status=0', ASHA);
+    await patch('status=2', BALA);
+    const asha = await sse('', ASHA);
+    const res = await s.api('/api/v1/calls', { method: 'POST', form: { number: '9876543210' } });
+    const { id: xnid } = await res.json();
+    await eventually(async () => (await s.platform.ctx.events.readStream(`call-${xnid}`)).some((e) => e.type === 'AgentUp') || null, 'asha to answer');
+    // Her ring and answer; the customer's legs came before she was on the call.
+    expect((await asha.waitFor(2, 'call')).map((m) => JSON.parse(m.data).event)).toEqual(['AgentRing', 'AgentUp']);
+    const cut = asha.messages.at(-1)!.id!;
+    asha.close();
+    await patch('status=0', BALA);
+    const t = await s.api('/api/v1/transfer', { method: 'POST', form: { 'agent-id': '1001', type: 'BLIND', 'call-id': xnid, 'to-agent-id': '1002' } });
+    expect(t.status).toBe(200);
+    await eventually(async () => (await s.platform.ctx.events.readStream(`call-${xnid}`)).filter((e) => e.type === 'AgentUp').length === 2 || null, 'bala to answer');
+    const resumed = await sse('', ASHA, { 'last-event-id': cut });
+    await eventually(async () => resumed.messages.some((m) => m.event === 'call' && JSON.parse(m.data).agent === '1002' && JSON.parse(m.data).event === 'AgentUp') || null, "bala's answer on asha's call");
+    // Bala's own changes (login) are not asha's to see; another call of bala's would not be either.
+    expect(resumed.messages.filter((m) => m.event === 'agent').every((m) => JSON.parse(m.data).id === 1001)).toBe(true);
+    expect(resumed.messages.filter((m) => m.event === 'call').every((m) => JSON.parse(m.data).xnid === xnid)).toBe(true);
+    await s.api('/api/v1/hangup', { method: 'POST', form: { xnid } });
+    await ended(s, xnid);
+    await patch('status=2', BALA);
+  });
+
   it('sends a comment line at the heartbeat interval', async () => {
     const c = await sse('?svc-id=101');
     await eventually(async () => c.comments.length >= 2 || null, 'two heartbeats', 3000);

@@ -30,11 +30,40 @@ export interface StreamDeps {
 
 const isAgentStream = (e: RecordedEvent) => e.streamId.startsWith('agent-');
 
+/**
+ * Whether an agent is on a call at a given event: it is once a leg event of the call names it (it
+ * rang, answered or hung up there; customer legs name the agent on the call), and stays so.
+ * A call first met mid-way (a resumed stream) is looked up in its stream once.
+ */
+export class AgentCalls {
+  private readonly known = new Map<string, boolean>();
+
+  constructor(
+    private readonly events: EventStore,
+    private readonly agentId: number,
+  ) {}
+
+  async isOn(e: RecordedEvent): Promise<boolean> {
+    const d = e.data as LegEventData;
+    if (d.agentId === this.agentId) return this.remember(d.xnid, true);
+    const known = this.known.get(d.xnid);
+    if (known !== undefined) return known;
+    const earlier = e.revision > 0 ? await this.events.readStream(e.streamId, { maxCount: e.revision }) : [];
+    return this.remember(d.xnid, earlier.some((x) => isLegEvent(x) && (x.data as LegEventData).agentId === this.agentId));
+  }
+
+  private remember(xnid: string, on: boolean): boolean {
+    if (this.known.size >= 10_000 && !this.known.has(xnid)) this.known.clear();
+    if (on || !this.known.has(xnid)) this.known.set(xnid, on);
+    return on;
+  }
+}
+
 /** The SSE message for an event, or null when the event is not for this scope. */
-export async function messageFor(e: RecordedEvent, scope: StreamScope, agents: AgentRecordFolder): Promise<string | null> {
+export async function messageFor(e: RecordedEvent, scope: StreamScope, agents: AgentRecordFolder, calls: AgentCalls | null): Promise<string | null> {
   if (isLegEvent(e)) {
     const d = e.data as LegEventData;
-    if (d.svcId !== scope.svcId || (scope.agentId !== null && d.agentId !== scope.agentId)) return null;
+    if (d.svcId !== scope.svcId || (calls && !(await calls.isOn(e)))) return null;
     return `event: call\nid: ${encodeCursor(scope.svcId, e.position)}\ndata: ${JSON.stringify(toSocketEvent(e))}\n\n`;
   }
   if (isAgentStream(e)) {
@@ -71,11 +100,12 @@ export class LiveEventStream {
     }, this.heartbeatMs);
     this.heartbeat.unref();
     const agents = new AgentRecordFolder(this.deps.events, this.deps.reads);
+    const calls = this.scope.agentId === null ? null : new AgentCalls(this.deps.events, this.scope.agentId);
     this.subscription = this.deps.events.subscribeToAll({ after });
     try {
       for await (const e of this.subscription) {
         if (this.closed) break;
-        const msg = await messageFor(e, this.scope, agents);
+        const msg = await messageFor(e, this.scope, agents, calls);
         if (msg === null || this.closed) continue;
         if (!this.res.write(msg)) {
           // Backpressure: read the log no faster than this client takes it.
