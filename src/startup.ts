@@ -7,6 +7,11 @@ import { ConfigError, type Config } from './config.js';
 
 export function startupProblem(err: unknown, config: Config): string | null {
   if (err instanceof ConfigError) return err.message;
+  // The mongodb driver's: no server answered within serverSelectionTimeoutMS (or the URL is unusable).
+  const name = (err as Error | undefined)?.name ?? '';
+  if (name === 'MongoServerSelectionError' || name === 'MongoParseError' || name === 'MongoAPIError') {
+    return `MONGODB_URL: ${(err as Error).message.split('\n')[0]}`;
+  }
   const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
   switch (e?.code) {
     case 'EADDRINUSE':

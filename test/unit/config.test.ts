@@ -57,6 +57,8 @@ describe('startupProblem', () => {
     expect(startupProblem(errno('EACCES', { syscall: 'open', path: '/srv/data/events.db' }), config)).toMatch(/^DATA_DIR \/srv\/data cannot be written/);
     expect(startupProblem(errno('ECONNREFUSED'), config)).toMatch(/REDIS_URL/);
     expect(startupProblem(new ConfigError('PROVISION_FILE x refused: bad'), config)).toBe('PROVISION_FILE x refused: bad');
+    const mongo = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:27017\n  more'), { name: 'MongoServerSelectionError' });
+    expect(startupProblem(mongo, config)).toBe('MONGODB_URL: connect ECONNREFUSED 127.0.0.1:27017');
   });
   it('leaves a bug a bug (null: the caller keeps the stack trace)', () => {
     expect(startupProblem(new TypeError('undefined is not a function'), config)).toBeNull();
