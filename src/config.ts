@@ -44,13 +44,47 @@ export interface Config {
 
 type Env = Record<string, string | undefined>;
 
+/** A setting that cannot be used: main.ts and the CLI print its message as one line and exit 2. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
 function int(env: Env, name: string, dflt: number, min = 0): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return dflt;
-  if (!/^\d+$/.test(raw.trim())) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a non-negative integer, got "${raw}"`);
   const n = Number(raw.trim());
-  if (n < min) throw new Error(`${name} must be at least ${min}`);
+  if (n < min) throw new ConfigError(`${name} must be at least ${min}`);
   return n;
+}
+
+function port(env: Env, name: string, dflt: number): number {
+  const n = int(env, name, dflt);
+  if (n > 65535) throw new ConfigError(`${name} must be a port number from 0 to 65535, got "${env[name]}"`);
+  return n;
+}
+
+function url(env: Env, name: string, schemes: string[]): string | undefined {
+  const raw = env[name]?.trim();
+  if (!raw) return undefined;
+  let scheme: string;
+  try {
+    scheme = new URL(raw).protocol.replace(/:$/, '');
+  } catch {
+    throw new ConfigError(`${name} must be a URL (${schemes.map((s) => `${s}://`).join(' or ')}...), got "${redact(raw)}"`);
+  }
+  if (!schemes.includes(scheme)) throw new ConfigError(`${name} must start with ${schemes.map((s) => `${s}://`).join(' or ')}, got "${scheme}://..."`);
+  return raw;
+}
+
+/** A URL as it may be shown: without its password. */
+function redact(raw: string): string {
+  return raw.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
 }
 
 function bool(env: Env, name: string, dflt: boolean): boolean {
@@ -58,42 +92,48 @@ function bool(env: Env, name: string, dflt: boolean): boolean {
   if (raw === undefined || raw === '') return dflt;
   if (/^(true|1)$/i.test(raw)) return true;
   if (/^(false|0)$/i.test(raw)) return false;
-  throw new Error(`${name} must be true or false, got "${raw}"`);
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
 function intList(env: Env, name: string, dflt: number[]): number[] {
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return dflt;
   return raw.split(',').map((s) => {
-    if (!/^\d+$/.test(s.trim())) throw new Error(`${name} must be a comma-separated list of integers`);
+    if (!/^\d+$/.test(s.trim())) throw new ConfigError(`${name} must be a comma-separated list of integers`);
     return Number(s.trim());
   });
 }
 
+function logLevel(env: Env): string {
+  const level = (env.LOG_LEVEL || 'info').trim().toLowerCase();
+  if (!LOG_LEVELS.includes(level)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
+  return level;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const host = env.HOST || '127.0.0.1';
-  const port = int(env, 'PORT', 8080);
+  const httpPort = port(env, 'PORT', 8080);
   const rolesRaw = env.ROLES?.trim();
   const roles = new Set<Role>();
   for (const r of rolesRaw ? rolesRaw.split(',') : ALL_ROLES) {
     const role = r.trim() as Role;
-    if (!ALL_ROLES.includes(role)) throw new Error(`ROLES: unknown role "${r}" (known: ${ALL_ROLES.join(', ')})`);
+    if (!ALL_ROLES.includes(role)) throw new ConfigError(`ROLES: unknown role "${r}" (known: ${ALL_ROLES.join(', ')})`);
     roles.add(role);
   }
   const operatorTokenGenerated = !env.OPERATOR_TOKEN;
   return {
     host,
-    port,
-    socketPort: int(env, 'SOCKET_PORT', 8989),
+    port: httpPort,
+    socketPort: port(env, 'SOCKET_PORT', 8989),
     dataDir: path.resolve(env.DATA_DIR || './data'),
-    eventStoreUrl: env.EVENTSTORE_URL || undefined,
-    mongodbUrl: env.MONGODB_URL || undefined,
-    redisUrl: env.REDIS_URL || undefined,
+    eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kurrentdb+discover', 'kurrent', 'kurrent+discover']),
+    mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']),
+    redisUrl: url(env, 'REDIS_URL', ['redis', 'rediss']),
     roles,
     operatorToken: env.OPERATOR_TOKEN || randomBytes(24).toString('base64url'),
     operatorTokenGenerated,
     provisionFile: env.PROVISION_FILE || undefined,
-    publicBaseUrl: (env.PUBLIC_BASE_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, ''),
+    publicBaseUrl: (url(env, 'PUBLIC_BASE_URL', ['http', 'https']) || `http://${host.includes(':') ? `[${host}]` : host}:${httpPort}`).replace(/\/+$/, ''),
     simAnswerMs: int(env, 'SIM_ANSWER_MS', 200),
     simRingTimeoutMs: int(env, 'SIM_RING_TIMEOUT_MS', 30000),
     simTalkMs: int(env, 'SIM_TALK_MS', 0),
@@ -110,6 +150,6 @@ export function loadConfig(env: Env = process.env): Config {
     scheduleRetryS: int(env, 'SCHEDULE_RETRY_S', 60),
     publicBaseUrlSet: Boolean(env.PUBLIC_BASE_URL),
     liveHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 10),
-    logLevel: env.LOG_LEVEL || 'info',
+    logLevel: logLevel(env),
   };
 }

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { readFile } from 'node:fs/promises';
 import pino, { type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
-import type { Config } from './config.js';
+import { ConfigError, type Config } from './config.js';
+import { AppError } from './domain/errors.js';
 import type { Context } from './context.js';
 import type { EventStore } from './gateways/event-store/port.js';
 import type { ReadStore } from './gateways/read-store/port.js';
@@ -70,9 +71,25 @@ export function createLogger(config: Config, destination?: pino.DestinationStrea
   return destination ? pino(options, destination) : pino(options);
 }
 
+/** PROVISION_FILE at start: a file that cannot be read or is refused is a configuration error. */
+async function applyProvisionFile(events: EventStore, file: string) {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(await readFile(file, 'utf8'));
+  } catch (err) {
+    throw new ConfigError(`PROVISION_FILE ${file}: ${(err as Error).message}`);
+  }
+  try {
+    return await applyProvisioning(events, doc);
+  } catch (err) {
+    if (err instanceof AppError) throw new ConfigError(`PROVISION_FILE ${file} refused: ${err.message}`);
+    throw err;
+  }
+}
+
 export function openEventStore(config: Config, now: () => number): EventStore {
   if (config.eventStoreUrl) {
-    throw new Error('EVENTSTORE_URL: the KurrentDB adapter is not part of this build yet; unset it to use the embedded store');
+    throw new ConfigError('EVENTSTORE_URL: the KurrentDB adapter is not part of this build yet; unset it to use the embedded store');
   }
   return new SqliteEventStore(path.join(config.dataDir, 'events.db'), now);
 }
@@ -163,8 +180,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
         delivery = await startDeliveryWorker(ctx);
       }
       if (config.provisionFile) {
-        const doc = JSON.parse(await readFile(config.provisionFile, 'utf8'));
-        const result = await applyProvisioning(events, doc);
+        const result = await applyProvisionFile(events, config.provisionFile);
         await sync.waitFor(result.position);
         logger.info({ file: config.provisionFile, appended: result.appended }, 'provisioning file applied');
       }

@@ -1,42 +1,5 @@
 #!/usr/bin/env node
-/** The operator CLI: `telephony provision FILE`. Works on the same DATA_DIR / stores as the server. */
-import { readFile } from 'node:fs/promises';
-import { loadConfig } from '../config.js';
-import { openEventStore } from '../platform.js';
-import { applyProvisioning } from '../commands/provisioning/provision.js';
-import { AppError } from '../domain/errors.js';
+/** The operator CLI (`telephony`); see src/cli/cli.ts. Works on the same DATA_DIR / stores as the server. */
+import { runCli } from './cli.js';
 
-const USAGE = `usage: telephony provision FILE   apply a provisioning document (CONTRACT section 3), idempotently`;
-
-async function main(argv: string[]): Promise<number> {
-  const [command, ...args] = argv;
-  if (command === 'provision' && args.length === 1) {
-    const config = loadConfig();
-    let doc: unknown;
-    try {
-      doc = JSON.parse(await readFile(args[0]!, 'utf8'));
-    } catch (err) {
-      process.stderr.write(`cannot read ${args[0]}: ${(err as Error).message}\n`);
-      return 2;
-    }
-    // Appends go to the event log only; a running server's projector picks them up.
-    const events = openEventStore(config, Date.now);
-    try {
-      const r = await applyProvisioning(events, doc);
-      process.stdout.write(`${JSON.stringify({ services: r.services, agents: r.agents, users: r.users, appended: r.appended })}\n`);
-      return 0;
-    } catch (err) {
-      if (err instanceof AppError) {
-        process.stderr.write(`provisioning refused: ${err.message}\n`);
-        return 1;
-      }
-      throw err;
-    } finally {
-      await events.close();
-    }
-  }
-  process.stderr.write(`${USAGE}\n`);
-  return command === undefined || command === '--help' || command === 'help' ? 0 : 2;
-}
-
-process.exitCode = await main(process.argv.slice(2));
+process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env });

@@ -5,6 +5,7 @@ import formbody from '@fastify/formbody';
 import multipart from '@fastify/multipart';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import type { Context } from '../context.js';
 import { AppError, unauthorized } from '../domain/errors.js';
 import { Authenticator, type AuthUser } from './auth/authenticator.js';
@@ -51,6 +52,11 @@ function rateKey(req: FastifyRequest): string {
   }
   if (h?.startsWith('Bearer ')) return 'operator';
   return `ip:${req.ip}`;
+}
+
+// A browser's Accept names text/html; curl (any type) and API clients get the JSON document.
+export function wantsHtml(accept: string | undefined): boolean {
+  return /(^|,)\s*text\/html\b/i.test(accept ?? '');
 }
 
 export async function buildApp(ctx: Context): Promise<FastifyInstance> {
@@ -141,8 +147,20 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     await ctx.sync.caughtUp();
   });
 
-  app.get('/docs', { schema: { hide: true } }, async () => app.swagger());
-  app.get('/docs/json', { schema: { hide: true } }, async () => app.swagger());
+  // CONTRACT 13: /docs is the reference page for a browser and the document for anything else;
+  // /docs/json is always the document. No credentials.
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    uiConfig: { docExpansion: 'list', deepLinking: true },
+    uiHooks: {
+      onRequest: async (req: FastifyRequest, reply: FastifyReply) => {
+        const url = req.routeOptions.url;
+        if ((url === '/docs' || url === '/docs/') && !wantsHtml(req.headers.accept)) {
+          return reply.type('application/json; charset=utf-8').send(JSON.stringify(app.swagger()));
+        }
+      },
+    },
+  });
 
   for (const register of routes) register(app, ctx);
   return app;

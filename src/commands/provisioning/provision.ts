@@ -53,7 +53,8 @@ class StreamCache {
   }
 }
 
-export async function applyProvisioning(store: EventStore, input: unknown): Promise<ProvisioningResult> {
+/** `onProgress` hears (records done, records in the document) as services, agents, customers and users are checked. */
+export async function applyProvisioning(store: EventStore, input: unknown, onProgress?: (done: number, total: number) => void): Promise<ProvisioningResult> {
   const cache = new StreamCache(store);
   // Prefetch what validation needs to know about records provisioned before.
   const raw = (input ?? {}) as Partial<ProvisioningDocument>;
@@ -93,6 +94,9 @@ export async function applyProvisioning(store: EventStore, input: unknown): Prom
     userIdByUsername: (name) => usernames.get(name),
   });
 
+  const total = doc.services.reduce((n, s) => n + 1 + (s.agents?.length ?? 0) + (s.customers?.length ?? 0), 0) + doc.users.length;
+  let done = 0;
+  const step = () => onProgress?.(++done, total);
   const appends: StreamAppend[] = [];
   const add = async (streamId: string, type: string, data: unknown, changed: (events: RecordedEvent[]) => boolean) => {
     const events = await cache.read(streamId);
@@ -117,6 +121,7 @@ export async function applyProvisioning(store: EventStore, input: unknown): Prom
       ...(s.callingHours ? { callingHours: { from: s.callingHours.from, to: s.callingHours.to } } : {}),
     };
     await add(streams.service(s.id), 'ServiceProvisioned', data, (ev) => !sameJson(lastOf(ev, 'ServiceProvisioned'), data));
+    step();
     for (const a of s.agents ?? []) {
       agentCount++;
       const agent: AgentProvisionedData = {
@@ -129,6 +134,7 @@ export async function applyProvisioning(store: EventStore, input: unknown): Prom
         skills: (a.skills ?? []).map((k) => ({ skillId: k.skillId, level: k.level ?? 1 })),
       };
       await add(streams.agent(s.id, a.id), 'AgentProvisioned', agent, (ev) => !sameJson(lastOf(ev, 'AgentProvisioned'), agent));
+      step();
     }
     for (const c of s.customers ?? []) {
       const customer: CustomerProvisionedData = {
@@ -141,6 +147,7 @@ export async function applyProvisioning(store: EventStore, input: unknown): Prom
         ...(c.dnd === true ? { dnd: true as const } : {}),
       };
       await add(streams.customer(s.id, c.number), 'CustomerProvisioned', customer, (ev) => !sameJson(lastOf(ev, 'CustomerProvisioned'), customer));
+      step();
     }
   }
 
@@ -174,6 +181,7 @@ export async function applyProvisioning(store: EventStore, input: unknown): Prom
     if (currentOwner(claim) !== u.id) {
       appends.push({ streamId: usernameStream(u.username), events: [{ type: 'UsernameClaimed', data: { userId: u.id, username: u.username } }], expectedRevision: cache.expected(claim) });
     }
+    step();
   }
 
   let position = await store.headPosition();

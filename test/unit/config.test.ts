@@ -1,0 +1,66 @@
+/** Settings (src/config.ts): defaults of CONTRACT section 1, and a ConfigError naming the setting for a bad one. */
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { startupProblem } from '../../src/startup.js';
+
+const refused = (env: Record<string, string>) => {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error(`accepted ${JSON.stringify(env)}`);
+};
+
+describe('loadConfig', () => {
+  it('has the contract defaults', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({ host: '127.0.0.1', port: 8080, socketPort: 8989, webhookAllowPrivate: false, rateLimitRps: 100, logLevel: 'info', otpTtlS: 300 });
+    expect(c.operatorTokenGenerated).toBe(true);
+    expect(c.operatorToken).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(c.publicBaseUrl).toBe('http://127.0.0.1:8080');
+  });
+
+  it('refuses a bad setting with one line naming it and what it takes', () => {
+    expect(refused({ PORT: 'eighty' })).toBe('PORT must be a non-negative integer, got "eighty"');
+    expect(refused({ SOCKET_PORT: '70000' })).toMatch(/^SOCKET_PORT must be a port number/);
+    expect(refused({ WEBHOOK_ALLOW_PRIVATE: 'yes please' })).toMatch(/^WEBHOOK_ALLOW_PRIVATE must be true or false/);
+    expect(refused({ LOG_LEVEL: 'loud' })).toMatch(/^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent/);
+    expect(refused({ ROLES: 'api,web' })).toMatch(/^ROLES: unknown role "web"/);
+    expect(refused({ WEBHOOK_RETRY_MS: '1000,soon' })).toMatch(/^WEBHOOK_RETRY_MS must be a comma-separated list/);
+    expect(refused({ REDIS_URL: 'localhost:6379' })).toMatch(/^REDIS_URL must start with redis:\/\/ or rediss:\/\//);
+    expect(refused({ PUBLIC_BASE_URL: 'example.com' })).toMatch(/^PUBLIC_BASE_URL must/);
+    for (const m of [refused({ OTP_TTL_S: '0' }), refused({ PORT: '-1' })]) expect(m.split('\n')).toHaveLength(1);
+  });
+
+  it('never shows a password of a URL in its message', () => {
+    const m = refused({ MONGODB_URL: 'mongo://admin:hunter2@db:27017' });
+    expect(m).not.toContain('hunter2');
+    const n = refused({ MONGODB_URL: 'mongodb//admin:hunter2@db' });
+    expect(n).not.toContain('hunter2');
+  });
+
+  it('accepts good URLs and levels in any case', () => {
+    const c = loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379', LOG_LEVEL: 'DEBUG', PUBLIC_BASE_URL: 'https://tel.example.com/' });
+    expect(c.redisUrl).toBe('redis://127.0.0.1:6379');
+    expect(c.logLevel).toBe('debug');
+    expect(c.publicBaseUrl).toBe('https://tel.example.com');
+  });
+});
+
+describe('startupProblem', () => {
+  const config = loadConfig({ DATA_DIR: '/srv/data' });
+  const errno = (code: string, extra: Record<string, unknown> = {}) => Object.assign(new Error(code), { code, ...extra });
+  it('turns a failed start that a setting can fix into one line naming the setting', () => {
+    expect(startupProblem(errno('EADDRINUSE', { syscall: 'listen', address: '127.0.0.1', port: 8080 }), config)).toMatch(/127\.0\.0\.1:8080 is already in use.*PORT/);
+    expect(startupProblem(errno('EACCES', { syscall: 'open', path: '/srv/data/events.db' }), config)).toMatch(/^DATA_DIR \/srv\/data cannot be written/);
+    expect(startupProblem(errno('ECONNREFUSED'), config)).toMatch(/REDIS_URL/);
+    expect(startupProblem(new ConfigError('PROVISION_FILE x refused: bad'), config)).toBe('PROVISION_FILE x refused: bad');
+    const mongo = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:27017\n  more'), { name: 'MongoServerSelectionError' });
+    expect(startupProblem(mongo, config)).toBe('MONGODB_URL: connect ECONNREFUSED 127.0.0.1:27017');
+  });
+  it('leaves a bug a bug (null: the caller keeps the stack trace)', () => {
+    expect(startupProblem(new TypeError('undefined is not a function'), config)).toBeNull();
+  });
+});
