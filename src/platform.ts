@@ -32,6 +32,11 @@ import type { SmsGateway } from './gateways/sms/port.js';
 import { SimulatedSmsGateway } from './gateways/sms/simulator.js';
 import { startDeliveryWorker, type DeliveryWorker } from './workers/delivery/index.js';
 import { EventSocketServer } from './workers/socket/server.js';
+import { SqliteLease } from './gateways/lease/sqlite.js';
+import { LeaseKeeper } from './workers/lease-keeper.js';
+
+/** The worker lease runs out this long after its holder's last renewal (a dead pid loses it at once). */
+export const WORKER_LEASE_TTL_MS = 10_000;
 import { useSnapshots } from './commands/aggregate-cache.js';
 import { SqliteSnapshotStore } from './gateways/snapshot-store/sqlite.js';
 import { HotReadStore } from './gateways/read-store/hot.js';
@@ -54,6 +59,8 @@ export interface Platform {
   dialer: DialerEngine | null;
   /** The event socket (role `socket`). */
   socket: EventSocketServer | null;
+  /** The `worker` role's lease: one active worker per DATA_DIR, others stand by (null without the role). */
+  workerLease: LeaseKeeper | null;
   /** Listens on the configured ports; resolves with the HTTP address and the event socket's port. */
   start(): Promise<{ httpUrl: string | null; socketPort: number | null }>;
   /** Graceful: stop accepting, finish in-flight requests, stop workers, close stores. */
@@ -145,6 +152,30 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   let stopped = false;
   const followers: Follower[] = [];
   let delivery: DeliveryWorker | null = null;
+  // The worker owns the switch and runs once: everything it does, crash recovery first, runs only
+  // while this process holds the lease; a second worker waits as a standby and takes over.
+  const workerLease = config.roles.has('worker')
+    ? new LeaseKeeper(
+        new SqliteLease(path.join(config.dataDir, 'lease.db'), 'worker', WORKER_LEASE_TTL_MS),
+        {
+          async start() {
+            await callFlow!.start();
+            await startSmsSender(ctx);
+            followers.push(await startScheduledCalls(ctx));
+            await dialer!.start();
+            delivery = await startDeliveryWorker(ctx);
+          },
+          async stop() {
+            if (delivery) await delivery.stop();
+            delivery = null;
+            for (const f of followers.splice(0)) await f.stop();
+            await dialer!.stop();
+            await callFlow!.stop();
+          },
+        },
+        logger,
+      )
+    : null;
 
   return {
     ctx,
@@ -153,25 +184,21 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     callFlow,
     dialer,
     socket,
+    workerLease,
     async start() {
+      // Ports first: a second start with the same ports fails here, before it touches anything.
+      let httpUrl: string | null = null;
+      if (app) httpUrl = await app.listen({ host: config.host, port: config.port });
+      if (httpUrl && !config.publicBaseUrlSet) signer.setBaseUrl(httpUrl);
+      const socketPort = socket ? (await socket.start()).port : null;
       if (runner) await runner.start();
-      if (callFlow) await callFlow.start();
-      if (config.roles.has('worker')) {
-        await startSmsSender(ctx);
-        followers.push(await startScheduledCalls(ctx));
-        await dialer!.start();
-        delivery = await startDeliveryWorker(ctx);
-      }
+      if (workerLease) await workerLease.start();
       if (config.provisionFile) {
         const doc = JSON.parse(await readFile(config.provisionFile, 'utf8'));
         const result = await applyProvisioning(events, doc);
         await sync.waitFor(result.position);
         logger.info({ file: config.provisionFile, appended: result.appended }, 'provisioning file applied');
       }
-      let httpUrl: string | null = null;
-      if (app) httpUrl = await app.listen({ host: config.host, port: config.port });
-      if (httpUrl && !config.publicBaseUrlSet) signer.setBaseUrl(httpUrl);
-      const socketPort = socket ? (await socket.start()).port : null;
       return { httpUrl, socketPort };
     },
     async stop() {
@@ -181,10 +208,10 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       if (app) await app.close();
       // Stop what plans work, then jobs (they append events), then what reacts to events, then the projector.
       if (delivery) await delivery.stop();
+      delivery = null;
       await queue.close();
-      for (const f of followers) await f.stop();
-      if (dialer) await dialer.stop();
-      if (callFlow) await callFlow.stop();
+      // The rest of the worker, then the lease (a standby takes over at once).
+      if (workerLease) await workerLease.stop();
       if (runner) await runner.stop();
       await reads.close();
       await events.close();
