@@ -8,6 +8,19 @@
  */
 import { Queue, UnrecoverableError, Worker, type Job as BullJob } from 'bullmq';
 import { Redis } from 'ioredis';
+import { unavailable } from '../../domain/errors.js';
+
+/** How long a command waits for Redis before answering 503 (well inside a request's time limit). */
+const REDIS_WAIT_MS = 2000;
+
+/** Rejects with UNAVAILABLE when `p` has not settled within `ms`. */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(unavailable(`${what}: Redis did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
 import {
   COMPLETED_RETENTION_MS,
   PermanentJobError,
@@ -69,9 +82,20 @@ export class BullmqJobQueue implements JobQueue {
     return q;
   }
 
+  async ready(): Promise<void> {
+    if (this.connection.status !== 'ready') throw unavailable('the job queue (Redis) is unreachable; nothing was done');
+    await within(this.connection.ping(), 1000, 'the job queue');
+  }
+
   async enqueue<P>(queue: string, job: EnqueueOptions<P>): Promise<void> {
     checkEnqueue(queue, job);
     if (this.closed) throw new Error('job queue is closed');
+    // With Redis down the client would queue the command until it reconnects: answer 503 instead.
+    if (this.connection.status !== 'ready') throw unavailable('the job queue (Redis) is unreachable');
+    await within(this.enqueueNow(queue, job), REDIS_WAIT_MS, 'enqueue');
+  }
+
+  private async enqueueNow<P>(queue: string, job: EnqueueOptions<P>): Promise<void> {
     const backoff = job.backoffMs ?? [];
     const delay = Math.max(0, firstRunAt(job, Date.now()) - Date.now());
     const data: Data = { p: job.payload ?? null, b: backoff };
@@ -150,9 +174,16 @@ export class BullmqJobQueue implements JobQueue {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.allSettled([...this.workers.values()].map((w) => w.close()));
-    await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
-    await this.connection.quit().catch(() => this.connection.disconnect());
+    // With Redis unreachable a graceful close would wait for it forever: let running jobs end, then
+    // drop the connection (their locks lapse and another worker takes them, as after a crash).
+    const up = this.connection.status === 'ready';
+    const graceful = (async () => {
+      await Promise.allSettled([...this.workers.values()].map((w) => w.close(!up)));
+      await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
+      if (up) await this.connection.quit().catch(() => this.connection.disconnect());
+    })();
+    await within(graceful, up ? 10_000 : REDIS_WAIT_MS, 'close').catch(() => {});
+    this.connection.disconnect();
   }
 
   /**
