@@ -82,16 +82,32 @@ export class BullmqJobQueue implements JobQueue {
     return q;
   }
 
+  /**
+   * Resolves once the connection is ready (at once when it is); a connection still being set up
+   * is waited for, one that is reconnecting (Redis down) or closed is 503 at once.
+   */
+  private async connected(): Promise<void> {
+    const st = this.connection.status;
+    if (st === 'ready') return;
+    if (st !== 'connecting' && st !== 'connect' && st !== 'wait') throw unavailable('the job queue (Redis) is unreachable; nothing was done');
+    if (st === 'wait') void this.connection.connect().catch(() => {});
+    await within(
+      new Promise<void>((resolve) => this.connection.once('ready', () => resolve())),
+      REDIS_WAIT_MS,
+      'the job queue',
+    );
+  }
+
   async ready(): Promise<void> {
-    if (this.connection.status !== 'ready') throw unavailable('the job queue (Redis) is unreachable; nothing was done');
+    await this.connected();
     await within(this.connection.ping(), 1000, 'the job queue');
   }
 
   async enqueue<P>(queue: string, job: EnqueueOptions<P>): Promise<void> {
     checkEnqueue(queue, job);
     if (this.closed) throw new Error('job queue is closed');
-    // With Redis down the client would queue the command until it reconnects: answer 503 instead.
-    if (this.connection.status !== 'ready') throw unavailable('the job queue (Redis) is unreachable');
+    // With Redis down the client would hold the command until it reconnects: answer 503 instead.
+    await this.connected();
     await within(this.enqueueNow(queue, job), REDIS_WAIT_MS, 'enqueue');
   }
 
