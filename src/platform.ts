@@ -33,10 +33,23 @@ import { SimulatedSmsGateway } from './gateways/sms/simulator.js';
 import { startDeliveryWorker, type DeliveryWorker } from './workers/delivery/index.js';
 import { EventSocketServer } from './workers/socket/server.js';
 import { SqliteLease } from './gateways/lease/sqlite.js';
+import { RedisLease } from './gateways/lease/redis.js';
+import type { Lease } from './gateways/lease/port.js';
 import { LeaseKeeper } from './workers/lease-keeper.js';
 
 /** The worker lease runs out this long after its holder's last renewal (a dead pid loses it at once). */
 export const WORKER_LEASE_TTL_MS = 10_000;
+/** In Redis no pid can be checked: a shorter TTL bounds the takeover after a crash. */
+export const WORKER_REDIS_LEASE_TTL_MS = 5_000;
+
+/**
+ * Where the worker lease lives: in DATA_DIR beside the embedded event store (every process of a
+ * deployment shares it); in Redis when the event store is a server and processes may share no disk.
+ */
+export function openWorkerLease(config: Config): Lease {
+  if (config.eventStoreUrl && config.redisUrl) return new RedisLease(config.redisUrl, 'worker', WORKER_REDIS_LEASE_TTL_MS);
+  return new SqliteLease(path.join(config.dataDir, 'lease.db'), 'worker', WORKER_LEASE_TTL_MS);
+}
 import { useSnapshots } from './commands/aggregate-cache.js';
 import { SqliteSnapshotStore } from './gateways/snapshot-store/sqlite.js';
 import { HotReadStore } from './gateways/read-store/hot.js';
@@ -156,7 +169,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   // while this process holds the lease; a second worker waits as a standby and takes over.
   const workerLease = config.roles.has('worker')
     ? new LeaseKeeper(
-        new SqliteLease(path.join(config.dataDir, 'lease.db'), 'worker', WORKER_LEASE_TTL_MS),
+        openWorkerLease(config),
         {
           async start() {
             await callFlow!.start();
