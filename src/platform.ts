@@ -104,7 +104,9 @@ export async function openReadStore(config: Config, now: () => number): Promise<
 }
 
 export function openJobQueue(config: Config, logger?: Logger, now: () => number = Date.now): JobQueue {
-  if (config.redisUrl) return new BullmqJobQueue(config.redisUrl, { onError: (err) => logger?.warn({ err }, 'job queue: redis error') });
+  // A job whose worker died (or lost Redis) mid-run is taken again once its 15 s lock lapses (checked
+  // every 5 s), not after BullMQ's default 30 s + 30 s; handlers are short and idempotent.
+  if (config.redisUrl) return new BullmqJobQueue(config.redisUrl, { onError: (err) => logger?.warn({ err }, 'job queue: redis error'), lockDurationMs: 15_000, stalledIntervalMs: 5_000 });
   return new EmbeddedJobQueue(path.join(config.dataDir, 'jobs.db'), { now });
 }
 

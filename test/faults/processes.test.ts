@@ -190,10 +190,17 @@ describe('Redis under the job queue', () => {
     await burst;
     expect(new Set(acked).size).toBe(40);
     const outbox = async () => (await (await p.fetch('/ops/v1/simulator/sms', { headers: OPS_AUTH })).json()) as { id: string }[];
-    await until(async () => (await outbox()).length >= 40, 'all 40 SMS sent', 30_000, 100);
+    // A job that was running when Redis died is taken again once its lock lapses (15 s).
+    await until(async () => {
+      const ids = new Set((await outbox()).map((m) => m.id));
+      return acked.every((id) => ids.has(id));
+    }, 'all 40 acknowledged SMS sent', 60_000, 100);
     const ids = (await outbox()).map((m) => m.id);
-    expect(ids.sort()).toEqual([...acked].sort());
-  }, 90_000);
+    // Each acknowledged SMS sent exactly once. (A request answered 503 because Redis went away
+    // mid-enqueue may still have reached it; that one is sent too, once.)
+    expect(ids.length).toBe(new Set(ids).size);
+    expect(acked.filter((id) => !ids.includes(id))).toEqual([]);
+  }, 120_000);
 });
 
 describe('kill -9 during a burst', () => {

@@ -8,7 +8,7 @@
  */
 import { Queue, UnrecoverableError, Worker, type Job as BullJob } from 'bullmq';
 import { Redis } from 'ioredis';
-import { unavailable } from '../../domain/errors.js';
+import { AppError, unavailable } from '../../domain/errors.js';
 
 /** How long a command waits for Redis before answering 503 (well inside a request's time limit). */
 const REDIS_WAIT_MS = 2000;
@@ -100,7 +100,9 @@ export class BullmqJobQueue implements JobQueue {
 
   async ready(): Promise<void> {
     await this.connected();
-    await within(this.connection.ping(), 1000, 'the job queue');
+    await within(this.connection.ping(), 1000, 'the job queue').catch((err) => {
+      throw err instanceof AppError ? err : unavailable('the job queue (Redis) is unreachable; nothing was done');
+    });
   }
 
   async enqueue<P>(queue: string, job: EnqueueOptions<P>): Promise<void> {
@@ -108,7 +110,13 @@ export class BullmqJobQueue implements JobQueue {
     if (this.closed) throw new Error('job queue is closed');
     // With Redis down the client would hold the command until it reconnects: answer 503 instead.
     await this.connected();
-    await within(this.enqueueNow(queue, job), REDIS_WAIT_MS, 'enqueue');
+    try {
+      await within(this.enqueueNow(queue, job), REDIS_WAIT_MS, 'enqueue');
+    } catch (err) {
+      // A connection lost mid-command: the queue is unavailable, not the request malformed.
+      if (err instanceof AppError) throw err;
+      throw unavailable(`the job queue (Redis) failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   private async enqueueNow<P>(queue: string, job: EnqueueOptions<P>): Promise<void> {
