@@ -33,6 +33,24 @@ import type { SmsGateway } from './gateways/sms/port.js';
 import { SimulatedSmsGateway } from './gateways/sms/simulator.js';
 import { startDeliveryWorker, type DeliveryWorker } from './workers/delivery/index.js';
 import { EventSocketServer } from './workers/socket/server.js';
+import { SqliteLease } from './gateways/lease/sqlite.js';
+import { RedisLease } from './gateways/lease/redis.js';
+import type { Lease } from './gateways/lease/port.js';
+import { LeaseKeeper } from './workers/lease-keeper.js';
+
+/** The worker lease runs out this long after its holder's last renewal (a dead pid loses it at once). */
+export const WORKER_LEASE_TTL_MS = 10_000;
+/** In Redis no pid can be checked: a shorter TTL bounds the takeover after a crash. */
+export const WORKER_REDIS_LEASE_TTL_MS = 5_000;
+
+/**
+ * Where the worker lease lives: in DATA_DIR beside the embedded event store (every process of a
+ * deployment shares it); in Redis when the event store is a server and processes may share no disk.
+ */
+export function openWorkerLease(config: Config): Lease {
+  if (config.eventStoreUrl && config.redisUrl) return new RedisLease(config.redisUrl, 'worker', WORKER_REDIS_LEASE_TTL_MS);
+  return new SqliteLease(path.join(config.dataDir, 'lease.db'), 'worker', WORKER_LEASE_TTL_MS);
+}
 import { useSnapshots } from './commands/aggregate-cache.js';
 import { SqliteSnapshotStore } from './gateways/snapshot-store/sqlite.js';
 import { HotReadStore } from './gateways/read-store/hot.js';
@@ -55,6 +73,8 @@ export interface Platform {
   dialer: DialerEngine | null;
   /** The event socket (role `socket`). */
   socket: EventSocketServer | null;
+  /** The `worker` role's lease: one active worker per DATA_DIR, others stand by (null without the role). */
+  workerLease: LeaseKeeper | null;
   /** Listens on the configured ports; resolves with the HTTP address and the event socket's port. */
   start(): Promise<{ httpUrl: string | null; socketPort: number | null }>;
   /** Graceful: stop accepting, finish in-flight requests, stop workers, close stores. */
@@ -101,7 +121,9 @@ export async function openReadStore(config: Config, now: () => number): Promise<
 }
 
 export function openJobQueue(config: Config, logger?: Logger, now: () => number = Date.now): JobQueue {
-  if (config.redisUrl) return new BullmqJobQueue(config.redisUrl, { onError: (err) => logger?.warn({ err }, 'job queue: redis error') });
+  // A job whose worker died (or lost Redis) mid-run is taken again once its 15 s lock lapses (checked
+  // every 5 s), not after BullMQ's default 30 s + 30 s; handlers are short and idempotent.
+  if (config.redisUrl) return new BullmqJobQueue(config.redisUrl, { onError: (err) => logger?.warn({ err }, 'job queue: redis error'), lockDurationMs: 15_000, stalledIntervalMs: 5_000 });
   return new EmbeddedJobQueue(path.join(config.dataDir, 'jobs.db'), { now });
 }
 
@@ -162,6 +184,30 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   let stopped = false;
   const followers: Follower[] = [];
   let delivery: DeliveryWorker | null = null;
+  // The worker owns the switch and runs once: everything it does, crash recovery first, runs only
+  // while this process holds the lease; a second worker waits as a standby and takes over.
+  const workerLease = config.roles.has('worker')
+    ? new LeaseKeeper(
+        openWorkerLease(config),
+        {
+          async start() {
+            await callFlow!.start();
+            await startSmsSender(ctx);
+            followers.push(await startScheduledCalls(ctx));
+            await dialer!.start();
+            delivery = await startDeliveryWorker(ctx);
+          },
+          async stop() {
+            if (delivery) await delivery.stop();
+            delivery = null;
+            for (const f of followers.splice(0)) await f.stop();
+            await dialer!.stop();
+            await callFlow!.stop();
+          },
+        },
+        logger,
+      )
+    : null;
 
   return {
     ctx,
@@ -170,24 +216,20 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     callFlow,
     dialer,
     socket,
+    workerLease,
     async start() {
+      // Ports first: a second start with the same ports fails here, before it touches anything.
+      let httpUrl: string | null = null;
+      if (app) httpUrl = await app.listen({ host: config.host, port: config.port });
+      if (httpUrl && !config.publicBaseUrlSet) signer.setBaseUrl(httpUrl);
+      const socketPort = socket ? (await socket.start()).port : null;
       if (runner) await runner.start();
-      if (callFlow) await callFlow.start();
-      if (config.roles.has('worker')) {
-        await startSmsSender(ctx);
-        followers.push(await startScheduledCalls(ctx));
-        await dialer!.start();
-        delivery = await startDeliveryWorker(ctx);
-      }
+      if (workerLease) await workerLease.start();
       if (config.provisionFile) {
         const result = await applyProvisionFile(events, config.provisionFile);
         await sync.waitFor(result.position);
         logger.info({ file: config.provisionFile, appended: result.appended }, 'provisioning file applied');
       }
-      let httpUrl: string | null = null;
-      if (app) httpUrl = await app.listen({ host: config.host, port: config.port });
-      if (httpUrl && !config.publicBaseUrlSet) signer.setBaseUrl(httpUrl);
-      const socketPort = socket ? (await socket.start()).port : null;
       return { httpUrl, socketPort };
     },
     async stop() {
@@ -197,10 +239,10 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       if (app) await app.close();
       // Stop what plans work, then jobs (they append events), then what reacts to events, then the projector.
       if (delivery) await delivery.stop();
+      delivery = null;
       await queue.close();
-      for (const f of followers) await f.stop();
-      if (dialer) await dialer.stop();
-      if (callFlow) await callFlow.stop();
+      // The rest of the worker, then the lease (a standby takes over at once).
+      if (workerLease) await workerLease.stop();
       if (runner) await runner.stop();
       await reads.close();
       await events.close();

@@ -77,7 +77,8 @@ const schema = {
               },
             ],
           },
-          socketKey: { anyOf: [{ type: 'null' }, str(200, 1)] },
+          // Letters, digits, `-` and `_` (CONTRACT section 14): `:` and `@` frame the socket's first message.
+          socketKey: { anyOf: [{ type: 'null' }, { type: 'string', minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_-]+$' }] },
           blocked: { type: 'array', maxItems: 100000, items: phone },
           // The times themselves are checked below, with a message that says what a valid one is.
           callingHours: {

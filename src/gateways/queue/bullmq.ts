@@ -8,6 +8,19 @@
  */
 import { Queue, UnrecoverableError, Worker, type Job as BullJob } from 'bullmq';
 import { Redis } from 'ioredis';
+import { AppError, unavailable } from '../../domain/errors.js';
+
+/** How long a command waits for Redis before answering 503 (well inside a request's time limit). */
+const REDIS_WAIT_MS = 2000;
+
+/** Rejects with UNAVAILABLE when `p` has not settled within `ms`. */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(unavailable(`${what}: Redis did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
 import {
   COMPLETED_RETENTION_MS,
   PermanentJobError,
@@ -69,9 +82,44 @@ export class BullmqJobQueue implements JobQueue {
     return q;
   }
 
+  /**
+   * Resolves once the connection is ready (at once when it is); a connection still being set up
+   * is waited for, one that is reconnecting (Redis down) or closed is 503 at once.
+   */
+  private async connected(): Promise<void> {
+    const st = this.connection.status;
+    if (st === 'ready') return;
+    if (st !== 'connecting' && st !== 'connect' && st !== 'wait') throw unavailable('the job queue (Redis) is unreachable; nothing was done');
+    if (st === 'wait') void this.connection.connect().catch(() => {});
+    await within(
+      new Promise<void>((resolve) => this.connection.once('ready', () => resolve())),
+      REDIS_WAIT_MS,
+      'the job queue',
+    );
+  }
+
+  async ready(): Promise<void> {
+    await this.connected();
+    await within(this.connection.ping(), 1000, 'the job queue').catch((err) => {
+      throw err instanceof AppError ? err : unavailable('the job queue (Redis) is unreachable; nothing was done');
+    });
+  }
+
   async enqueue<P>(queue: string, job: EnqueueOptions<P>): Promise<void> {
     checkEnqueue(queue, job);
     if (this.closed) throw new Error('job queue is closed');
+    // With Redis down the client would hold the command until it reconnects: answer 503 instead.
+    await this.connected();
+    try {
+      await within(this.enqueueNow(queue, job), REDIS_WAIT_MS, 'enqueue');
+    } catch (err) {
+      // A connection lost mid-command: the queue is unavailable, not the request malformed.
+      if (err instanceof AppError) throw err;
+      throw unavailable(`the job queue (Redis) failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  private async enqueueNow<P>(queue: string, job: EnqueueOptions<P>): Promise<void> {
     const backoff = job.backoffMs ?? [];
     const delay = Math.max(0, firstRunAt(job, Date.now()) - Date.now());
     const data: Data = { p: job.payload ?? null, b: backoff };
@@ -150,9 +198,16 @@ export class BullmqJobQueue implements JobQueue {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.allSettled([...this.workers.values()].map((w) => w.close()));
-    await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
-    await this.connection.quit().catch(() => this.connection.disconnect());
+    // With Redis unreachable a graceful close would wait for it forever: let running jobs end, then
+    // drop the connection (their locks lapse and another worker takes them, as after a crash).
+    const up = this.connection.status === 'ready';
+    const graceful = (async () => {
+      await Promise.allSettled([...this.workers.values()].map((w) => w.close(!up)));
+      await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
+      if (up) await this.connection.quit().catch(() => this.connection.disconnect());
+    })();
+    await within(graceful, up ? 10_000 : REDIS_WAIT_MS, 'close').catch(() => {});
+    this.connection.disconnect();
   }
 
   /**

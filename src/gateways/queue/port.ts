@@ -79,6 +79,12 @@ export interface JobQueue {
   waitingCounts(queues: string[]): Promise<Record<string, number>>;
   /** Stops taking jobs, waits for running handlers to finish, releases connections. */
   close(): Promise<void>;
+  /**
+   * Rejects (503 UNAVAILABLE) when the queue's server cannot be reached now, within a second; a
+   * command that enqueues checks it before it appends, so an outage answers 503 with nothing done.
+   * Absent: the queue is always reachable (embedded).
+   */
+  ready?(): Promise<void>;
 }
 
 /** Thrown by a handler: the job fails now, without the remaining retries. */

@@ -43,6 +43,8 @@ export const messagingRoutes: RouteRegistrar = (app, ctx) => {
         userId: user.id,
         time: ctx.now(),
       };
+      // An unreachable queue is a 503 before anything is recorded.
+      await ctx.queue.ready?.();
       const r = await handleCommand(ctx.events, streams.sms(data.id), smsDecider, { type: 'Request', data });
       await smsJob(ctx, data);
       await ctx.sync.waitFor(r.position);

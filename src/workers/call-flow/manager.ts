@@ -21,6 +21,7 @@ import type { RecordingSigner } from '../../domain/recording.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import type { CallDoc } from '../../projections/calls.js';
 import { freeAgents, serviceAgents } from '../../queries/agents.js';
+import type { AgentDoc } from '../../projections/agents.js';
 
 /** How long a recording URL in a webhook record stays valid. */
 export const WEBHOOK_RECORDING_TTL_MS = 7 * 24 * 3600 * 1000;
@@ -476,6 +477,15 @@ export class CallFlow {
       const now = this.ctx.now();
       await handleCommand(this.ctx.events, streams.call(doc.xnid), callDecider, { type: 'End', time: now, recordingUrl: this.signer.url(doc.xnid, now + WEBHOOK_RECORDING_TTL_MS) });
       this.ctx.logger.warn({ xnid: doc.xnid }, 'ended a call left open by a previous process');
+    }
+    // Every agent still held by a call that has ended (or never started) is freed, whatever left it
+    // so: only this process reserves agents, and it has no call running yet.
+    for (const agent of await this.ctx.reads.find<AgentDoc>('agents', { exists: true })) {
+      if (!agent.call) continue;
+      const { state } = await loadAggregate(this.ctx.events, streams.call(agent.call.xnid), callDecider);
+      if (state.started && !state.ended) continue;
+      await this.agent(agent.svcId, agent.agentId, { type: 'Release', xnid: agent.call.xnid, time: this.ctx.now() });
+      this.ctx.logger.warn({ svcId: agent.svcId, agentId: agent.agentId, xnid: agent.call.xnid }, 'freed an agent held by an ended call');
     }
   }
 }

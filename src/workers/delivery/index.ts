@@ -4,8 +4,12 @@ import type { HttpPoster } from '../../gateways/http-delivery/post.js';
 import { DeliveryPlanner } from './planner.js';
 import { DELIVERY_QUEUE, deliveryHandler, type DeliveryJob } from './sender.js';
 
-/** Deliveries in flight at once per worker process. */
-export const DELIVERY_CONCURRENCY = 32;
+/**
+ * Delivery jobs running at once per worker process. Attempts are I/O, so slots are cheap; each
+ * receiver gets at most PER_RECEIVER_CONCURRENCY of them (sender.ts), so a receiver that hangs
+ * cannot hold up the others.
+ */
+export const DELIVERY_CONCURRENCY = 256;
 
 export interface DeliveryWorker {
   stop(): Promise<void>;

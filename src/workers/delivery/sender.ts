@@ -36,7 +36,62 @@ async function currentSecret(ctx: Context, req: DeliveryRequestedData): Promise<
   return { secret: doc.auth_key };
 }
 
+/** Attempts in flight at once to one receiver (scheme, host and port), per process. */
+export const PER_RECEIVER_CONCURRENCY = 16;
+
+/**
+ * Bounds the attempts in flight to each receiver, so one that hangs occupies at most
+ * PER_RECEIVER_CONCURRENCY of the sender's slots and others keep being delivered on time. An attempt
+ * that cannot start within the attempt time limit fails like a timeout and is retried on schedule.
+ */
+class ReceiverGate {
+  private readonly inFlight = new Map<string, number>();
+  private readonly waiting = new Map<string, Array<() => void>>();
+
+  async enter(origin: string, timeoutMs: number): Promise<(() => void) | null> {
+    if ((this.inFlight.get(origin) ?? 0) >= PER_RECEIVER_CONCURRENCY) {
+      const admitted = await new Promise<boolean>((resolve) => {
+        const queue = this.waiting.get(origin) ?? [];
+        this.waiting.set(origin, queue);
+        const wake = () => {
+          clearTimeout(timer);
+          resolve(true);
+        };
+        const timer = setTimeout(() => {
+          const i = queue.indexOf(wake);
+          if (i >= 0) queue.splice(i, 1);
+          resolve(false);
+        }, timeoutMs);
+        queue.push(wake);
+      });
+      if (!admitted) return null;
+    } else {
+      this.inFlight.set(origin, (this.inFlight.get(origin) ?? 0) + 1);
+    }
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      // The slot passes straight to the next waiter, or is given back.
+      const next = this.waiting.get(origin)?.shift();
+      if (next) return next();
+      const n = (this.inFlight.get(origin) ?? 1) - 1;
+      if (n > 0) this.inFlight.set(origin, n);
+      else this.inFlight.delete(origin);
+    };
+  }
+}
+
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
+
 export function deliveryHandler(ctx: Context, post: HttpPoster = postJson) {
+  const gate = new ReceiverGate();
   return async (job: Job<DeliveryJob>): Promise<void> => {
     const { deliveryId, round } = job.payload;
     const streamId = streams.delivery(deliveryId);
@@ -52,13 +107,20 @@ export function deliveryHandler(ctx: Context, post: HttpPoster = postJson) {
       error = key.error;
       permanent = true;
     } else {
-      try {
-        const headers = signedHeaders(key.secret, req.webhookId, Math.floor(ctx.now() / 1000), req.body);
-        const res = await post(req.url, req.body, { timeoutMs: ctx.config.webhookTimeoutMs, allowPrivate: ctx.config.webhookAllowPrivate, headers });
-        statusCode = res.statusCode;
-        if (statusCode < 200 || statusCode > 299) error = `receiver answered HTTP ${statusCode}`;
-      } catch (err) {
-        error = errorMessage(err);
+      const leave = await gate.enter(originOf(req.url), ctx.config.webhookTimeoutMs);
+      if (!leave) {
+        error = `receiver busy: ${PER_RECEIVER_CONCURRENCY} attempts to it still running after ${ctx.config.webhookTimeoutMs} ms`;
+      } else {
+        try {
+          const headers = signedHeaders(key.secret, req.webhookId, Math.floor(ctx.now() / 1000), req.body);
+          const res = await post(req.url, req.body, { timeoutMs: ctx.config.webhookTimeoutMs, allowPrivate: ctx.config.webhookAllowPrivate, headers });
+          statusCode = res.statusCode;
+          if (statusCode < 200 || statusCode > 299) error = `receiver answered HTTP ${statusCode}`;
+        } catch (err) {
+          error = errorMessage(err);
+        } finally {
+          leave();
+        }
       }
     }
     const at = ctx.now();

@@ -42,13 +42,19 @@ export class LineSplitter {
 
 const stripCr = (s: string) => (s.endsWith('\r') ? s.slice(0, -1) : s);
 
-/** `<svc_id>:<key>` → its parts, or null when it is not of that form. */
-export function parseAuth(message: string): { svcId: number; key: string } | null {
+/**
+ * `<svc_id>:<key>` or `<svc_id>:<key>@<cursor>` (CONTRACT section 14) → its parts, or null when it
+ * is not of that form. Keys hold no `@`, so the first `@` after the key starts the cursor.
+ */
+export function parseAuth(message: string): { svcId: number; key: string; cursor?: string } | null {
   const colon = message.indexOf(':');
   if (colon <= 0) return null;
   const id = message.slice(0, colon).trim();
   if (!/^\d{1,15}$/.test(id)) return null;
-  return { svcId: Number(id), key: message.slice(colon + 1) };
+  const rest = message.slice(colon + 1);
+  const at = rest.indexOf('@');
+  if (at === -1) return { svcId: Number(id), key: rest };
+  return { svcId: Number(id), key: rest.slice(0, at), cursor: rest.slice(at + 1).trim() };
 }
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();

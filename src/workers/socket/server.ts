@@ -13,6 +13,12 @@
  *   `yieldEveryBytes` written, so a burst of events alone never piles 1 MiB on a client keeping up.
  * - Lines longer than `maxLineChars`, and connections that send no accepted key within
  *   `authTimeoutMs`, are closed.
+ * - Resumable clients (CONTRACT section 14: `<svc_id>:<key>@<cursor>`, `@now`, `@0`) get a
+ *   subscription of their own from that position, written only as fast as they read (each write
+ *   waits for the socket to drain), each event line with its `cursor`. A cursor is valid when it
+ *   names an event of the client's service in the log; anything else is `Invalid cursor`.
+ * - Connections per remote address, and connections still without an accepted key, are capped:
+ *   past a cap a new connection is closed at once.
  */
 import net from 'node:net';
 import type { Logger } from 'pino';
@@ -21,6 +27,7 @@ import type { ReadStore } from '../../gateways/read-store/port.js';
 import type { ReadSync } from '../../projections/read-sync.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import { isLegEvent, toSocketEvent, type LegEventData } from '../../domain/call-events.js';
+import { decodeCursor, encodeCursor } from '../../domain/cursor.js';
 import { LineSplitter, keyMatches, parseAuth } from './protocol.js';
 
 export interface EventSocketOptions {
@@ -32,6 +39,10 @@ export interface EventSocketOptions {
   firstMessageIdleMs?: number;
   authTimeoutMs?: number;
   yieldEveryBytes?: number;
+  /** Most connections from one remote address (default 1024). */
+  maxConnectionsPerAddress?: number;
+  /** Most connections without an accepted key, all addresses together (default 1024). */
+  maxPendingConnections?: number;
 }
 
 export interface EventSocketDeps {
@@ -48,6 +59,8 @@ export interface EventSocketStats {
   slowDisconnects: number;
   /** Event lines written to clients, since start. */
   linesSent: number;
+  /** Connections closed at once for being over a connection cap, since start. */
+  refused: number;
 }
 
 type ClientState = 'awaiting-key' | 'checking-key' | 'authenticated' | 'closing';
@@ -61,6 +74,10 @@ class Client {
   authTimer: NodeJS.Timeout | null = null;
   /** Messages are handled one after another (a key check is async). */
   chain: Promise<void> = Promise.resolve();
+  /** Counted among the connections without an accepted key. */
+  pending = true;
+  /** A resumable client's own subscription (null for plain clients). */
+  stream: Subscription | null = null;
 
   constructor(
     readonly socket: net.Socket,
@@ -80,7 +97,10 @@ export class EventSocketServer {
   private pumping: Promise<void> | null = null;
   private stopping = false;
   private readonly opts: Required<EventSocketOptions>;
-  private counters = { slowDisconnects: 0, linesSent: 0 };
+  private counters = { slowDisconnects: 0, linesSent: 0, refused: 0 };
+  private readonly perAddress = new Map<string, number>();
+  private pendingCount = 0;
+  private readonly streams = new Set<Promise<void>>();
 
   constructor(
     private readonly deps: EventSocketDeps,
@@ -92,6 +112,8 @@ export class EventSocketServer {
       firstMessageIdleMs: 50,
       authTimeoutMs: 30_000,
       yieldEveryBytes: 256 * 1024,
+      maxConnectionsPerAddress: 1024,
+      maxPendingConnections: 1024,
       ...options,
     };
     this.server = net.createServer((socket) => this.accept(socket));
@@ -130,6 +152,7 @@ export class EventSocketServer {
   stats(): EventSocketStats {
     let authenticated = 0;
     for (const set of this.bySvc.values()) authenticated += set.size;
+    for (const c of this.clients) if (c.stream && c.state === 'authenticated') authenticated++;
     return { connected: this.clients.size, authenticated, ...this.counters };
   }
 
@@ -138,6 +161,7 @@ export class EventSocketServer {
     if (this.stopping) return;
     this.stopping = true;
     this.subscription?.close();
+    for (const c of this.clients) c.stream?.close();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const c of this.clients) {
       this.clearTimers(c);
@@ -151,6 +175,7 @@ export class EventSocketServer {
     await closed;
     clearTimeout(grace);
     await this.pumping;
+    await Promise.allSettled([...this.streams]);
   }
 
   // ---- fan-out -------------------------------------------------------------------------------
@@ -216,6 +241,16 @@ export class EventSocketServer {
       socket.destroy();
       return;
     }
+    const address = socket.remoteAddress ?? '';
+    const fromAddress = this.perAddress.get(address) ?? 0;
+    if (fromAddress >= this.opts.maxConnectionsPerAddress || this.pendingCount >= this.opts.maxPendingConnections) {
+      this.counters.refused++;
+      socket.on('error', () => {});
+      socket.destroy();
+      return;
+    }
+    this.perAddress.set(address, fromAddress + 1);
+    this.pendingCount++;
     socket.setNoDelay(true);
     socket.setEncoding('utf8');
     const c = new Client(socket, this.opts.maxLineChars);
@@ -230,6 +265,11 @@ export class EventSocketServer {
       this.clearTimers(c);
       this.drop(c);
       this.clients.delete(c);
+      this.settlePending(c);
+      c.stream?.close();
+      const left = (this.perAddress.get(address) ?? 1) - 1;
+      if (left > 0) this.perAddress.set(address, left);
+      else this.perAddress.delete(address);
     });
   }
 
@@ -272,31 +312,102 @@ export class EventSocketServer {
     c.state = 'checking-key';
     const ok = await this.checkKey(m);
     if (c.state !== 'checking-key' || c.socket.destroyed) return;
-    if (!ok) {
-      c.state = 'closing';
-      this.clearTimers(c);
-      c.socket.end('Unauthorized\n');
-      setTimeout(() => c.socket.destroy(), 1000).unref();
-      return;
+    if (!ok) return this.refuse(c, 'Unauthorized\n');
+    // A resumable client: where its stream starts, checked before `Success`.
+    let from: number | null = null;
+    if (ok.cursor !== undefined) {
+      from = await this.cursorPosition(ok.svcId, ok.cursor);
+      if (c.state !== 'checking-key' || c.socket.destroyed) return;
+      if (from === null) return this.refuse(c, 'Invalid cursor\n');
     }
     c.state = 'authenticated';
     c.svcId = ok.svcId;
+    this.settlePending(c);
     if (c.authTimer) clearTimeout(c.authTimer);
     if (c.idleTimer) clearTimeout(c.idleTimer);
     c.authTimer = c.idleTimer = null;
     this.sendControl(c, 'Success\n');
+    if (from !== null) {
+      const run = this.resume(c, from);
+      this.streams.add(run);
+      void run.finally(() => this.streams.delete(run));
+      return;
+    }
     let set = this.bySvc.get(ok.svcId);
     if (!set) this.bySvc.set(ok.svcId, (set = new Set()));
     set.add(c);
   }
 
-  private async checkKey(message: string): Promise<{ svcId: number } | null> {
+  private refuse(c: Client, answer: string): void {
+    c.state = 'closing';
+    this.clearTimers(c);
+    c.socket.end(answer);
+    setTimeout(() => c.socket.destroy(), 1000).unref();
+  }
+
+  private settlePending(c: Client): void {
+    if (!c.pending) return;
+    c.pending = false;
+    this.pendingCount--;
+  }
+
+  private async checkKey(message: string): Promise<{ svcId: number; cursor?: string } | null> {
     const auth = parseAuth(message);
     // A key provisioned before this connection arrived must be seen (CONTRACT section 2).
     await this.deps.sync.caughtUp(2000).catch(() => {});
     const svc = auth ? await this.deps.reads.get<ServiceDoc>('services', String(auth.svcId)) : null;
     const ok = keyMatches(auth?.key ?? message, svc?.socketKey);
-    return ok && auth ? { svcId: auth.svcId } : null;
+    return ok && auth ? { svcId: auth.svcId, cursor: auth.cursor } : null;
+  }
+
+  /**
+   * The log position a resumable client starts after: `now` the head, `0` the beginning, else the
+   * position a cursor names when the log holds an event of this service there (so only a cursor
+   * the server gave passes); null for anything else.
+   */
+  private async cursorPosition(svcId: number, cursor: string): Promise<number | null> {
+    if (cursor === 'now') return this.deps.events.headPosition();
+    if (cursor === '0') return 0;
+    const position = decodeCursor(svcId, cursor);
+    if (position === null || position < 1) return null;
+    const [e] = await this.deps.events.readAll({ after: position - 1, maxCount: 1 });
+    if (!e || e.position !== position || (e.data as { svcId?: unknown } | null)?.svcId !== svcId) return null;
+    return position;
+  }
+
+  /**
+   * A resumable client's stream: its own subscription from `after`, each leg event of its service
+   * with its cursor, written only once the socket has drained what was written before, so a
+   * client catching up is paced by its own reading and never cut off for the backlog.
+   */
+  private async resume(c: Client, after: number): Promise<void> {
+    const sub = this.deps.events.subscribeToAll({ after });
+    c.stream = sub;
+    const s = c.socket;
+    try {
+      for await (const e of sub) {
+        if (c.state !== 'authenticated' || s.destroyed) break;
+        if (!isLegEvent(e) || (e.data as LegEventData).svcId !== c.svcId) continue;
+        const line = JSON.stringify({ ...toSocketEvent(e), cursor: encodeCursor(c.svcId, e.position) }) + '\n';
+        this.counters.linesSent++;
+        if (!s.write(line)) {
+          await new Promise<void>((resolve) => {
+            const done = () => {
+              s.off('drain', done);
+              s.off('close', done);
+              resolve();
+            };
+            s.on('drain', done);
+            s.on('close', done);
+          });
+        }
+      }
+    } catch (err) {
+      if (!this.stopping) this.deps.logger.error({ err }, 'event socket: resumable stream failed');
+      s.destroy();
+    } finally {
+      sub.close();
+    }
   }
 
   private sendControl(c: Client, text: string): void {

@@ -1,0 +1,76 @@
+/** One contract for the lease port, run against the embedded (SQLite) and Redis adapters. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Lease } from '../../src/gateways/lease/port.js';
+import { SqliteLease } from '../../src/gateways/lease/sqlite.js';
+import { RedisLease } from '../../src/gateways/lease/redis.js';
+import { until } from '../support/until.js';
+
+function leaseContract(name: string, open: (ttlMs: number) => Promise<Lease>) {
+  describe(`Lease contract: ${name}`, () => {
+    const opened: Lease[] = [];
+    const lease = async (ttlMs = 60_000) => {
+      const l = await open(ttlMs);
+      opened.push(l);
+      return l;
+    };
+    afterAll(async () => {
+      for (const l of opened) await l.close().catch(() => {});
+    });
+
+    it('has one holder at a time; only the holder renews; release hands it on at once', async () => {
+      const a = await lease();
+      const b = await lease();
+      expect(await a.tryAcquire()).toBe(true);
+      expect(await a.tryAcquire()).toBe(true); // taking it again while held is fine
+      expect(await b.tryAcquire()).toBe(false);
+      expect(await a.renew()).toBe(true);
+      expect(await b.renew()).toBe(false);
+      await b.release(); // not the holder: changes nothing
+      expect(await b.tryAcquire()).toBe(false);
+      await a.release();
+      expect(await b.tryAcquire()).toBe(true);
+      expect(await a.renew()).toBe(false);
+      await b.release();
+    });
+
+    it('runs out after its TTL without renewal; the old holder then finds it lost', async () => {
+      const a = await lease(300);
+      const b = await lease(300);
+      expect(await a.tryAcquire()).toBe(true);
+      expect(await b.tryAcquire()).toBe(false);
+      await until(() => b.tryAcquire(), 'the lease to run out', 5000, 50);
+      expect(await a.renew()).toBe(false);
+      await b.release();
+    });
+  });
+}
+
+const dir = mkdtempSync(path.join(tmpdir(), 'ct-lease-'));
+let n = 0;
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+leaseContract('SQLite', async (ttl) => new SqliteLease(path.join(dir, 'lease.db'), `t${Math.floor(n++ / 2)}`, ttl));
+
+const url = process.env.REDIS_TEST_URL ?? 'redis://127.0.0.1:6379';
+const run = `cttest-lease-${process.pid}-${Date.now().toString(36)}`;
+let m = 0;
+leaseContract('Redis', async (ttl) => new RedisLease(url, `t${Math.floor(m++ / 2)}`, ttl, run));
+
+describe('SqliteLease', () => {
+  it('is taken at once from a holder whose process is gone', async () => {
+    const file = path.join(dir, 'dead.db');
+    const a = new SqliteLease(file, 'worker', 60_000);
+    expect(await a.tryAcquire()).toBe(true);
+    await a.close();
+    // Make the holder look like a process that died (a pid no process has).
+    const { default: Database } = await import('better-sqlite3');
+    const db = new Database(file);
+    db.prepare('UPDATE leases SET pid = ? WHERE name = ?').run(2 ** 22 + 12345, 'worker');
+    db.close();
+    const b = new SqliteLease(file, 'worker', 60_000);
+    expect(await b.tryAcquire()).toBe(true);
+    await b.close();
+  });
+});
