@@ -91,14 +91,17 @@ export function createLogger(config: Config, destination?: pino.DestinationStrea
   return destination ? pino(options, destination) : pino(options);
 }
 
-/** PROVISION_FILE at start: a file that cannot be read or is refused is a configuration error. */
-async function applyProvisionFile(events: EventStore, file: string) {
-  let doc: unknown;
+/** PROVISION_FILE at start: a file that cannot be read or parsed is a configuration error. */
+async function readProvisionFile(file: string): Promise<unknown> {
   try {
-    doc = JSON.parse(await readFile(file, 'utf8'));
+    return JSON.parse(await readFile(file, 'utf8'));
   } catch (err) {
     throw new ConfigError(`PROVISION_FILE ${file}: ${(err as Error).message}`);
   }
+}
+
+/** A document the platform refuses is a configuration error too. */
+async function applyProvisionFile(events: EventStore, file: string, doc: unknown) {
   try {
     return await applyProvisioning(events, doc);
   } catch (err) {
@@ -218,6 +221,8 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     socket,
     workerLease,
     async start() {
+      // The provisioning file is read before anything starts: a missing or broken file is one error line.
+      const provisionDoc = config.provisionFile ? await readProvisionFile(config.provisionFile) : undefined;
       // Ports first: a second start with the same ports fails here, before it touches anything.
       let httpUrl: string | null = null;
       if (app) httpUrl = await app.listen({ host: config.host, port: config.port });
@@ -226,7 +231,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       if (runner) await runner.start();
       if (workerLease) await workerLease.start();
       if (config.provisionFile) {
-        const result = await applyProvisionFile(events, config.provisionFile);
+        const result = await applyProvisionFile(events, config.provisionFile, provisionDoc);
         await sync.waitFor(result.position);
         logger.info({ file: config.provisionFile, appended: result.appended }, 'provisioning file applied');
       }
