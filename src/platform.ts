@@ -45,6 +45,8 @@ import { DELIVERY_QUEUE } from './workers/delivery/sender.js';
 import { SMS_QUEUE } from './workers/sms/sender.js';
 import { SCHEDULE_QUEUE } from './workers/scheduler/scheduled-calls.js';
 import type { ActiveCallDoc } from './projections/active-calls.js';
+import { AnalyticsStore } from './analytics/store.js';
+import { analyticsProjector, analyticsReader } from './analytics/projector.js';
 
 export interface Platform {
   ctx: Context;
@@ -81,6 +83,11 @@ export function openEventStore(config: Config, now: () => number): EventStore {
 export async function openReadStore(config: Config, now: () => number): Promise<ReadStore> {
   if (config.mongodbUrl) return MongoReadStore.open(config.mongodbUrl, { clock: now });
   return new SqliteReadStore(path.join(config.dataDir, 'read.db'), now);
+}
+
+/** The analysts' read models: embedded in DATA_DIR whatever the other stores are (range queries, snapshots). */
+export function openAnalyticsStore(config: Config, file = 'analytics.db'): AnalyticsStore {
+  return new AnalyticsStore(path.join(config.dataDir, file));
 }
 
 export function openJobQueue(config: Config, logger?: Logger, now: () => number = Date.now): JobQueue {
@@ -134,7 +141,9 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     for (const c of await reads.find<ActiveCallDoc>('active-calls')) bySvc.set(c.svcId, (bySvc.get(c.svcId) ?? 0) + 1);
     return bySvc;
   };
-  const ctx: Context = { config, events, reads, queue, sync, logger, now, signer, sms, metrics, readiness };
+  const analyticsStore = openAnalyticsStore(config);
+  const analytics = config.roles.has('projector') ? analyticsProjector(events, analyticsStore, logger) : analyticsReader(events, analyticsStore);
+  const ctx: Context = { config, events, reads, queue, sync, logger, now, signer, sms, metrics, readiness, analytics };
   const app = config.roles.has('api') ? await buildApp(ctx) : null;
   const callFlow = config.roles.has('worker')
     ? new CallFlow(ctx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
@@ -155,6 +164,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     socket,
     async start() {
       if (runner) await runner.start();
+      await analytics.start();
       if (callFlow) await callFlow.start();
       if (config.roles.has('worker')) {
         await startSmsSender(ctx);
@@ -186,6 +196,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       if (dialer) await dialer.stop();
       if (callFlow) await callFlow.stop();
       if (runner) await runner.stop();
+      await analytics.stop();
       await reads.close();
       await events.close();
       snapshots.close();

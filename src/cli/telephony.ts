@@ -5,8 +5,13 @@ import { loadConfig } from '../config.js';
 import { openEventStore } from '../platform.js';
 import { applyProvisioning } from '../commands/provisioning/provision.js';
 import { AppError } from '../domain/errors.js';
+import { exportCommand, replayCommand, UsageError } from './analytics.js';
 
-const USAGE = `usage: telephony provision FILE   apply a provisioning document (CONTRACT section 3), idempotently`;
+const USAGE = `usage:
+  telephony provision FILE   apply a provisioning document (CONTRACT section 3), idempotently
+  telephony replay           rebuild every read model from the event log (server stopped)
+  telephony export calls --svc ID [--from T] [--to T] [--format json|jsonl|csv|xlsx] [--out FILE]
+                             ended calls that began in [from, to) (T: epoch ms or ISO 8601)`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
@@ -33,6 +38,18 @@ async function main(argv: string[]): Promise<number> {
       throw err;
     } finally {
       await events.close();
+    }
+  }
+  if (command === 'replay' && args.length === 0) return replayCommand(loadConfig());
+  if (command === 'export' && args[0] === 'calls') {
+    try {
+      return await exportCommand(loadConfig(), args.slice(1));
+    } catch (err) {
+      if (err instanceof UsageError || err instanceof AppError) {
+        process.stderr.write(`telephony export calls: ${err.message}\n`);
+        return 2;
+      }
+      throw err;
     }
   }
   process.stderr.write(`${USAGE}\n`);

@@ -124,6 +124,26 @@ export class SqliteReadStore implements ReadStore {
     this.stmts.del.run(collection, id);
   }
 
+  /**
+   * Replay's last step: replaces the documents of `collections` and the checkpoints `names` with those
+   * of a store built in `stagedFile`, in one transaction. Other collections (idempotency records, the
+   * SMS outbox) and other checkpoints (workers') are kept as they are.
+   */
+  replaceFrom(stagedFile: string, collections: string[], names: string[]): void {
+    this.db.prepare('ATTACH DATABASE ? AS staged').run(stagedFile);
+    try {
+      const inList = (n: number) => Array.from({ length: n }, () => '?').join(', ');
+      this.db.transaction(() => {
+        this.db.prepare(`DELETE FROM docs WHERE collection IN (${inList(collections.length)})`).run(...collections);
+        this.db.prepare(`INSERT INTO docs SELECT * FROM staged.docs WHERE collection IN (${inList(collections.length)})`).run(...collections);
+        this.db.prepare(`DELETE FROM checkpoints WHERE name IN (${inList(names.length)})`).run(...names);
+        this.db.prepare(`INSERT INTO checkpoints SELECT * FROM staged.checkpoints WHERE name IN (${inList(names.length)})`).run(...names);
+      }).immediate();
+    } finally {
+      this.db.prepare('DETACH DATABASE staged').run();
+    }
+  }
+
   async close(): Promise<void> {
     if (this.db.open) this.db.close();
   }
