@@ -46,27 +46,43 @@ export function neutralise(value: string): string {
 
 const cellText = (v: string | number | null): string | null => (v === null ? null : String(v));
 
+/** Joins small pieces into chunks of about 64 KiB: one write per chunk instead of one per row. */
+function* chunked(pieces: Iterable<string>): Generator<string> {
+  let buf = '';
+  for (const p of pieces) {
+    buf += p;
+    if (buf.length >= 65_536) {
+      yield buf;
+      buf = '';
+    }
+  }
+  if (buf) yield buf;
+}
+
 /** The export as a byte stream in `format`. */
 export function exportStream(rows: Iterable<ExportRow>, format: ExportFormat): Readable {
   switch (format) {
-    case 'json': {
+    case 'json':
       return Readable.from(
-        (function* () {
-          let first = true;
-          yield '[';
-          for (const r of rows) {
-            yield (first ? '' : ',') + JSON.stringify(r);
-            first = false;
-          }
-          yield ']';
-        })(),
+        chunked(
+          (function* () {
+            let first = true;
+            yield '[';
+            for (const r of rows) {
+              yield (first ? '' : ',') + JSON.stringify(r);
+              first = false;
+            }
+            yield ']';
+          })(),
+        ),
       );
-    }
     case 'jsonl':
       return Readable.from(
-        (function* () {
-          for (const r of rows) yield `${JSON.stringify(r)}\n`;
-        })(),
+        chunked(
+          (function* () {
+            for (const r of rows) yield `${JSON.stringify(r)}\n`;
+          })(),
+        ),
       );
     case 'csv': {
       const csv = stringify({

@@ -18,10 +18,15 @@ import {
   type AnalyticsWrite,
   type ServiceHourDelta,
 } from './store.js';
-import { applyTimeline, timelineEvent, timelineServices, type TimelineState } from './timeline.js';
+import type { EventStore } from '../gateways/event-store/port.js';
+import { applyTimeline, serialiseState, timelineServices, type TimelineState } from './timeline.js';
 
-/** A snapshot of a service's timeline every this many of its events: bounds the fold of an `at` query. */
-export const SNAPSHOT_EVERY = 200;
+/**
+ * Every this many events of the log, a boundary: each service changed since the last one gets a
+ * snapshot of its dashboard state there. An `at` query starts from the last boundary before `at` and
+ * reads at most this many events of the log after it.
+ */
+export const SNAPSHOT_EVERY = 1000;
 
 /** The column order of an export row (CONTRACT section 12): the webhook record's fields, then ours. */
 export const EXPORT_COLUMNS = [
@@ -76,7 +81,10 @@ const LOGIN_EVENTS = new Set(['AgentLoggedIn', 'AgentLoggedOut', 'AgentBreakStar
 export class AnalyticsModel {
   private readonly calls = new Map<string, OpenCall>();
   private readonly agents = new Map<string, AgentOpen>();
-  private readonly timelines = new Map<number, { seq: number; state: TimelineState }>();
+  private readonly timelines = new Map<number, TimelineState>();
+  /** Services whose timeline changed since the last boundary, and the events since it. */
+  private readonly changed = new Set<number>();
+  private sinceBoundary = 0;
   private pending: AnalyticsWrite;
   private pendingEvents = 0;
 
@@ -93,20 +101,39 @@ export class AnalyticsModel {
     return this.pendingEvents;
   }
 
-  /** Loads what the fold remembers from the store (a restart resumes where the checkpoint is). */
-  load(): void {
+  /**
+   * Loads what the fold remembers from the store (a restart resumes where the checkpoint is): open
+   * calls and logins, and each service's timeline from its latest snapshot plus the log's events
+   * from the last boundary to the checkpoint.
+   */
+  async load(events: EventStore): Promise<void> {
     for (const [xnid, state] of this.store.openCalls()) this.calls.set(xnid, JSON.parse(state) as OpenCall);
     for (const o of this.store.agentOpen()) this.agents.set(`${o.svcId}-${o.agentId}`, o);
-    for (const [svcId, head] of this.store.timelineHeads()) {
-      const t = this.store.timeline(svcId, Infinity, SNAPSHOT_EVERY * 2);
-      const state = t.state ?? {};
-      for (const e of t.events) applyTimeline(state, svcId, e);
-      this.timelines.set(svcId, { seq: head, state });
+    const head = this.store.timelineHead();
+    for (const [svcId, state] of head.states) this.timelines.set(svcId, state);
+    const checkpoint = this.pending.position;
+    let after = head.position;
+    while (after < checkpoint) {
+      const page = await events.readAll({ after, maxCount: Math.min(1000, checkpoint - after) });
+      if (page.length === 0) break;
+      for (const e of page) {
+        if (e.position > checkpoint) break;
+        this.sinceBoundary++;
+        for (const svcId of timelineServices(e)) this.timelineOf(svcId, e);
+      }
+      after = page[page.length - 1]!.position;
     }
   }
 
+  private timelineOf(svcId: number, e: RecordedEvent) {
+    let state = this.timelines.get(svcId);
+    if (!state) this.timelines.set(svcId, (state = new Map()));
+    applyTimeline(state, svcId, e);
+    this.changed.add(svcId);
+  }
+
   private timezoneOf(svcId: number): string {
-    const svc = this.timelines.get(svcId)?.state[`services\u0000${svcId}`] as ServiceProvisionedData | undefined;
+    const svc = this.timelines.get(svcId)?.get(`services\u0000${svcId}`) as ServiceProvisionedData | undefined;
     return svc?.timezone ?? 'UTC';
   }
 
@@ -128,22 +155,17 @@ export class AnalyticsModel {
     if (e.position <= this.pending.position) return;
     this.pending.position = e.position;
     this.pendingEvents++;
-    for (const svcId of timelineServices(e)) this.applyTimeline(svcId, e);
+    for (const svcId of timelineServices(e)) this.timelineOf(svcId, e);
     if (LOGIN_EVENTS.has(e.type)) this.applyLogin(e);
     else if (e.streamId.startsWith('call-')) this.applyCall(e);
+    if (++this.sinceBoundary >= SNAPSHOT_EVERY) this.boundary(e);
   }
 
-  private applyTimeline(svcId: number, e: RecordedEvent) {
-    let t = this.timelines.get(svcId);
-    if (!t) this.timelines.set(svcId, (t = { seq: 0, state: {} }));
-    const te = timelineEvent(e);
-    t.seq += 1;
-    applyTimeline(t.state, svcId, te);
-    this.pending.timelineEvents.push({ svcId, seq: t.seq, e: te });
-    if (t.seq % SNAPSHOT_EVERY === 0) {
-      // Serialised now: the state keeps changing after this event.
-      this.pending.snapshots.push({ svcId, seq: t.seq, time: e.time, state: JSON.parse(JSON.stringify(t.state)) as TimelineState });
-    }
+  private boundary(e: RecordedEvent) {
+    this.pending.boundaries.push({ position: e.position, time: e.time });
+    for (const svcId of this.changed) this.pending.snapshots.push({ svcId, position: e.position, state: serialiseState(this.timelines.get(svcId)!) });
+    this.changed.clear();
+    this.sinceBoundary = 0;
   }
 
   /** Login and break spans, split at local midnights, counted on the days they overlap. */
@@ -207,7 +229,7 @@ export class AnalyticsModel {
         up: {},
       };
       this.calls.set(xnid, c);
-      this.pending.openCalls.set(xnid, JSON.stringify(c));
+      this.pending.openCalls.set(xnid, c);
       return;
     }
     const c = this.calls.get(xnid);
@@ -247,7 +269,7 @@ export class AnalyticsModel {
       default:
         return;
     }
-    this.pending.openCalls.set(xnid, JSON.stringify(c));
+    this.pending.openCalls.set(xnid, c);
   }
 
   private endCall(xnid: string, c: OpenCall, d: CallEndedData) {

@@ -49,7 +49,7 @@ export function analyticsProjector(events: EventStore, store: AnalyticsStore, lo
   return {
     store,
     async start() {
-      model.load();
+      await model.load(events);
       waiters.advance(model.position);
       sub = events.subscribeToAll({ after: model.position });
       const s = sub;

@@ -14,8 +14,10 @@ import { dashboardStatus, isFree } from '../commands/agent/agent.js';
 import { callSummary } from '../queries/calls.js';
 import { agentRecord, serviceAgents } from '../queries/agents.js';
 import { callStatsKey } from '../projections/calls.js';
-import { applyTimeline, docOf, docsOf, type TimelineState } from './timeline.js';
+import { applyTimeline, docOf, docsOf, timelineServices, type TimelineState } from './timeline.js';
 import { SNAPSHOT_EVERY } from './model.js';
+import type { AnalyticsStore } from './store.js';
+import type { EventStore } from '../gateways/event-store/port.js';
 
 const round1 = (n: number) => Math.round(n * 10) / 10;
 
@@ -137,13 +139,23 @@ export function pastInstant(ctx: Context, at: number): number {
   return at;
 }
 
-/** The service's dashboard documents as they stood at `at`: the latest snapshot before it plus at most SNAPSHOT_EVERY events. */
-export function stateAt(ctx: Context, svcId: number, at: number): TimelineState {
-  const t = ctx.analytics.store.timeline(svcId, at, SNAPSHOT_EVERY);
-  const state = t.state ?? {};
-  for (const e of t.events) applyTimeline(state, svcId, e);
-  return state;
+/**
+ * A service's dashboard documents as they stood at `at`: its snapshot at the last boundary before
+ * `at`, plus its events among the at most SNAPSHOT_EVERY events of the log after that boundary.
+ * `read` is how many events of the log were read (bounded, whatever the age of `at`).
+ */
+export async function timelineStateAt(store: AnalyticsStore, events: EventStore, svcId: number, at: number): Promise<{ state: TimelineState; read: number }> {
+  const { position, state } = store.timelineAt(svcId, at);
+  const fold = state ?? new Map();
+  const page = await events.readAll({ after: position, maxCount: SNAPSHOT_EVERY });
+  for (const e of page) {
+    if (e.time > at) break;
+    if (timelineServices(e).includes(svcId)) applyTimeline(fold, svcId, e);
+  }
+  return { state: fold, read: page.length };
 }
+
+const stateAt = async (ctx: Context, svcId: number, at: number) => (await timelineStateAt(ctx.analytics.store, ctx.events, svcId, at)).state;
 
 function agentsAt(state: TimelineState, svcId: number): AgentDoc[] {
   return docsOf<AgentDoc>(state, 'agents')
@@ -152,15 +164,15 @@ function agentsAt(state: TimelineState, svcId: number): AgentDoc[] {
 }
 
 /** GET /agents?at=: the agent records as they were. */
-export function agentsAsOf(ctx: Context, user: AuthUser, svcId: number, at: number) {
-  const all = agentsAt(stateAt(ctx, svcId, at), svcId);
+export async function agentsAsOf(ctx: Context, user: AuthUser, svcId: number, at: number) {
+  const all = agentsAt(await stateAt(ctx, svcId, at), svcId);
   if (user.admin) return all.map(agentRecord);
   return all.filter((a) => a.agentId === user.agentId).map(agentRecord);
 }
 
 /** GET /dashboard?at=: the dashboard as it would have answered at that instant (same shape as the live one). */
-export function dashboardAsOf(ctx: Context, user: AuthUser, svcId: number, at: number) {
-  const state = stateAt(ctx, svcId, at);
+export async function dashboardAsOf(ctx: Context, user: AuthUser, svcId: number, at: number) {
+  const state = await stateAt(ctx, svcId, at);
   const service = docOf<ServiceDoc>(state, 'services', String(svcId));
   if (!service) throw notFound(`service ${svcId} was not provisioned at ${at}`);
   const all = agentsAt(state, svcId);

@@ -6,7 +6,7 @@
  */
 import type Database from 'better-sqlite3';
 import { openSqlite } from '../gateways/sqlite.js';
-import type { TimelineEvent, TimelineState } from './timeline.js';
+import { parseState, type TimelineState } from './timeline.js';
 
 /** One agent's figures on one local day (additive). */
 export interface AgentDayDelta {
@@ -70,9 +70,11 @@ export interface AnalyticsWrite {
   agentDays: Map<string, { svcId: number; agentId: number; dayStart: number; d: AgentDayDelta }>;
   serviceHours: Map<string, { svcId: number; hourStart: number; d: ServiceHourDelta }>;
   agentOpen: Map<string, AgentOpen>;
-  openCalls: Map<string, string | null>;
-  timelineEvents: { svcId: number; seq: number; e: TimelineEvent }[];
-  snapshots: { svcId: number; seq: number; time: number; state: TimelineState }[];
+  /** Open calls changed by this write (null: ended), serialised when written. */
+  openCalls: Map<string, object | null>;
+  /** Every SNAPSHOT_EVERY events: the boundary, and the state of each service changed since the last one. */
+  boundaries: { position: number; time: number }[];
+  snapshots: { svcId: number; position: number; state: string }[];
   /** The checkpoint this write starts from: it is refused if the stored one has moved (another writer). */
   from: number;
   position: number;
@@ -92,7 +94,7 @@ export const emptyWrite = (position: number): AnalyticsWrite => ({
   serviceHours: new Map(),
   agentOpen: new Map(),
   openCalls: new Map(),
-  timelineEvents: [],
+  boundaries: [],
   snapshots: [],
   from: position,
   position,
@@ -121,11 +123,10 @@ export class AnalyticsStore {
       CREATE TABLE IF NOT EXISTS service_waits (svc_id INTEGER NOT NULL, hour_start INTEGER NOT NULL, wait_s INTEGER NOT NULL, calls INTEGER NOT NULL,
         PRIMARY KEY (svc_id, hour_start, wait_s)) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS open_calls (xnid TEXT PRIMARY KEY, state TEXT NOT NULL) WITHOUT ROWID;
-      CREATE TABLE IF NOT EXISTS timeline_events (svc_id INTEGER NOT NULL, seq INTEGER NOT NULL, time INTEGER NOT NULL, event TEXT NOT NULL,
-        PRIMARY KEY (svc_id, seq)) WITHOUT ROWID;
-      CREATE TABLE IF NOT EXISTS timeline_snapshots (svc_id INTEGER NOT NULL, seq INTEGER NOT NULL, time INTEGER NOT NULL, state TEXT NOT NULL,
-        PRIMARY KEY (svc_id, seq)) WITHOUT ROWID;
-      CREATE INDEX IF NOT EXISTS timeline_snapshots_time ON timeline_snapshots (svc_id, time);
+      CREATE TABLE IF NOT EXISTS timeline_boundaries (position INTEGER PRIMARY KEY, time INTEGER NOT NULL);
+      CREATE INDEX IF NOT EXISTS timeline_boundaries_time ON timeline_boundaries (time);
+      CREATE TABLE IF NOT EXISTS timeline_snapshots (svc_id INTEGER NOT NULL, position INTEGER NOT NULL, state TEXT NOT NULL,
+        PRIMARY KEY (svc_id, position));
     `);
     const db = this.db;
     this.s = {
@@ -144,8 +145,8 @@ export class AnalyticsStore {
       setOpen: db.prepare('INSERT OR REPLACE INTO agent_open VALUES (?, ?, ?, ?, ?, ?)'),
       setOpenCall: db.prepare('INSERT OR REPLACE INTO open_calls (xnid, state) VALUES (?, ?)'),
       delOpenCall: db.prepare('DELETE FROM open_calls WHERE xnid = ?'),
-      insertTimeline: db.prepare('INSERT OR REPLACE INTO timeline_events VALUES (?, ?, ?, ?)'),
-      insertSnapshot: db.prepare('INSERT OR REPLACE INTO timeline_snapshots VALUES (?, ?, ?, ?)'),
+      insertBoundary: db.prepare('INSERT OR REPLACE INTO timeline_boundaries VALUES (?, ?)'),
+      insertSnapshot: db.prepare('INSERT OR REPLACE INTO timeline_snapshots VALUES (?, ?, ?)'),
       countCalls: db.prepare<[number, number, number], { n: number }>('SELECT COUNT(*) n FROM call_rows WHERE svc_id = ? AND start_time >= ? AND start_time < ?'),
       callsPage: db.prepare<[number, number, number, string, number, number], { start_time: number; xnid: string; row: string }>(
         `SELECT start_time, xnid, row FROM call_rows WHERE svc_id = ? AND (start_time > ? OR (start_time = ? AND xnid > ?)) AND start_time < ?
@@ -165,16 +166,14 @@ export class AnalyticsStore {
         'SELECT hour_start, wait_s, calls FROM service_waits WHERE svc_id = ? AND hour_start >= ? AND hour_start < ?',
       ),
       openCalls: db.prepare<[], { xnid: string; state: string }>('SELECT xnid, state FROM open_calls'),
-      snapshotAt: db.prepare<[number, number], { seq: number; state: string }>(
-        'SELECT seq, state FROM timeline_snapshots WHERE svc_id = ? AND time <= ? ORDER BY time DESC, seq DESC LIMIT 1',
+      boundaryAt: db.prepare<[number], { position: number }>('SELECT position FROM timeline_boundaries WHERE time <= ? ORDER BY time DESC, position DESC LIMIT 1'),
+      lastBoundary: db.prepare<[], { position: number }>('SELECT position FROM timeline_boundaries ORDER BY position DESC LIMIT 1'),
+      snapshotAt: db.prepare<[number, number], { state: string }>(
+        'SELECT state FROM timeline_snapshots WHERE svc_id = ? AND position <= ? ORDER BY position DESC LIMIT 1',
       ),
-      latestSnapshot: db.prepare<[number], { seq: number; state: string }>(
-        'SELECT seq, state FROM timeline_snapshots WHERE svc_id = ? ORDER BY seq DESC LIMIT 1',
+      latestSnapshots: db.prepare<[], { svc_id: number; state: string }>(
+        'SELECT s.svc_id, s.state FROM timeline_snapshots s JOIN (SELECT svc_id, MAX(position) p FROM timeline_snapshots GROUP BY svc_id) l ON s.svc_id = l.svc_id AND s.position = l.p',
       ),
-      timelineAfter: db.prepare<[number, number, number, number], { seq: number; event: string }>(
-        'SELECT seq, event FROM timeline_events WHERE svc_id = ? AND seq > ? AND time <= ? ORDER BY seq LIMIT ?',
-      ),
-      timelineServices: db.prepare<[], { svc_id: number; seq: number }>('SELECT svc_id, MAX(seq) seq FROM timeline_events GROUP BY svc_id'),
     };
   }
 
@@ -197,9 +196,9 @@ export class AnalyticsStore {
         for (const [sec, n] of d.waits) s.addWait.run(svcId, hourStart, sec, n);
       }
       for (const o of w.agentOpen.values()) s.setOpen.run(o.svcId, o.agentId, o.timezone, o.loginSince, o.breakCode, o.breakSince);
-      for (const [xnid, state] of w.openCalls) state === null ? s.delOpenCall.run(xnid) : s.setOpenCall.run(xnid, state);
-      for (const t of w.timelineEvents) s.insertTimeline.run(t.svcId, t.seq, t.e.time, JSON.stringify(t.e));
-      for (const t of w.snapshots) s.insertSnapshot.run(t.svcId, t.seq, t.time, JSON.stringify(t.state));
+      for (const [xnid, state] of w.openCalls) state === null ? s.delOpenCall.run(xnid) : s.setOpenCall.run(xnid, JSON.stringify(state));
+      for (const b of w.boundaries) s.insertBoundary.run(b.position, b.time);
+      for (const t of w.snapshots) s.insertSnapshot.run(t.svcId, t.position, t.state);
       s.setMeta.run('checkpoint', String(w.position));
     })();
   }
@@ -268,22 +267,29 @@ export class AnalyticsStore {
     return new Map(this.s.openCalls.all().map((r) => [r.xnid, r.state]));
   }
 
-  /** The latest snapshot stored at or before `at` (or the latest of all), and up to `limit` events after it up to `at`. */
-  timeline(svcId: number, at: number, limit: number): { seq: number; state: TimelineState | null; events: TimelineEvent[]; truncated: boolean } {
-    const snap = at === Infinity ? this.s.latestSnapshot.get(svcId) : this.s.snapshotAt.get(svcId, at);
-    const seq = snap?.seq ?? 0;
-    const rows = this.s.timelineAfter.all(svcId, seq, at === Infinity ? Number.MAX_SAFE_INTEGER : at, limit + 1);
+  /**
+   * Where to start folding a service's state as it was at `at`: the last boundary stored at or before
+   * `at` (0 when none) and the service's state there (null: nothing of it yet).
+   */
+  timelineAt(svcId: number, at: number): { position: number; state: TimelineState | null } {
+    const position = this.s.boundaryAt.get(at)?.position ?? 0;
+    const snap = position > 0 ? this.s.snapshotAt.get(svcId, position) : undefined;
+    return { position, state: snap ? parseState(snap.state) : null };
+  }
+
+  /** The last boundary and every service's latest snapshot: where a restarted fold resumes its timelines. */
+  timelineHead(): { position: number; states: Map<number, TimelineState> } {
     return {
-      seq,
-      state: snap ? (JSON.parse(snap.state) as TimelineState) : null,
-      events: rows.slice(0, limit).map((r) => JSON.parse(r.event) as TimelineEvent),
-      truncated: rows.length > limit,
+      position: this.s.lastBoundary.get()?.position ?? 0,
+      states: new Map(this.s.latestSnapshots.all().map((r) => [r.svc_id, parseState(r.state)])),
     };
   }
 
-  /** Services with a timeline, and their last sequence number. */
-  timelineHeads(): Map<number, number> {
-    return new Map(this.s.timelineServices.all().map((r) => [r.svc_id, r.seq]));
+  /** Throwaway storage being built (replay): no journal, no syncs; the caller makes it durable at the end. */
+  bulkLoadMode(): void {
+    this.db.pragma('journal_mode = OFF');
+    this.db.pragma('synchronous = OFF');
+    this.db.pragma('cache_size = -262144');
   }
 
   close(): void {

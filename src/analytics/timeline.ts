@@ -13,16 +13,15 @@ import { servicesProjection } from '../projections/services.js';
 import { agentsProjection } from '../projections/agents.js';
 import { callStatsProjection, inIvrProjection, queuedCallersProjection } from '../projections/calls.js';
 
-/** What the timeline keeps of an event: enough for the projections below to evolve. */
-export interface TimelineEvent {
-  type: string;
-  data: unknown;
-  time: number;
-  position: number;
-}
+/** What the fold needs of an event. */
+export type TimelineEvent = Pick<RecordedEvent, 'type' | 'data' | 'time' | 'position'>;
 
 /** One service's documents, by `<collection>\u0000<id>`. */
-export type TimelineState = Record<string, Doc>;
+export type TimelineState = Map<string, Doc>;
+
+/** A state as stored in a snapshot, and back. */
+export const serialiseState = (state: TimelineState): string => JSON.stringify(Object.fromEntries(state));
+export const parseState = (text: string): TimelineState => new Map(Object.entries(JSON.parse(text) as Record<string, Doc>));
 
 const TIMELINE_PROJECTIONS: Projection<any>[] = [
   servicesProjection,
@@ -44,17 +43,12 @@ export function timelineServices(e: Pick<RecordedEvent, 'type' | 'data'>): numbe
   return [];
 }
 
-/** The event as the timeline stores it (CallEnded's webhook record is not needed here). */
-export function timelineEvent(e: RecordedEvent): TimelineEvent {
-  const data = e.type === 'CallEnded' ? { ...(e.data as Record<string, unknown>), webhook: null } : e.data;
-  return { type: e.type, data, time: e.time, position: e.position };
-}
-
 const CALL_STATS = collectionOf(callStatsProjection);
 
 /** Applies one event to a service's documents (in place; returns the same object). */
 export function applyTimeline(state: TimelineState, svcId: number, e: TimelineEvent): TimelineState {
-  const recorded = { ...e, id: '', streamId: '', revision: 0, metadata: {} } as RecordedEvent;
+  // The projections read only type, data and time.
+  const recorded = e as RecordedEvent;
   const prefix = `${svcId}-`;
   for (const p of TIMELINE_PROJECTIONS) {
     const collection = collectionOf(p);
@@ -63,12 +57,13 @@ export function applyTimeline(state: TimelineState, svcId: number, e: TimelineEv
       if ((p === agentsProjection || p === callStatsProjection) && !id.startsWith(prefix)) continue;
       if (p === servicesProjection && id !== String(svcId)) continue;
       const key = `${collection}\u0000${id}`;
-      const next = p.evolve(state[key] ?? null, recorded, id);
-      if (next === null) delete state[key];
-      else state[key] = next;
-      // Only the latest day's call counts matter: the dashboard counts from midnight.
-      if (p === callStatsProjection) {
-        for (const k of Object.keys(state)) if (k !== key && k.startsWith(`${CALL_STATS}\u0000`)) delete state[k];
+      const previous = state.get(key) ?? null;
+      const next = p.evolve(previous, recorded, id);
+      if (next === null) state.delete(key);
+      else state.set(key, next);
+      // Only the latest day's call counts matter (the dashboard counts from midnight): a new day drops the last.
+      if (p === callStatsProjection && previous === null) {
+        for (const k of state.keys()) if (k !== key && k.startsWith(`${CALL_STATS}\u0000`)) state.delete(k);
       }
     }
   }
@@ -79,10 +74,10 @@ export function applyTimeline(state: TimelineState, svcId: number, e: TimelineEv
 export function docsOf<T extends Doc>(state: TimelineState, collection: string): T[] {
   const prefix = `${collection}\u0000`;
   const out: T[] = [];
-  for (const [k, v] of Object.entries(state)) if (k.startsWith(prefix)) out.push(v as T);
+  for (const [k, v] of state) if (k.startsWith(prefix)) out.push(v as T);
   return out;
 }
 
 export function docOf<T extends Doc>(state: TimelineState, collection: string, id: string): T | null {
-  return (state[`${collection}\u0000${id}`] as T | undefined) ?? null;
+  return (state.get(`${collection}\u0000${id}`) as T | undefined) ?? null;
 }

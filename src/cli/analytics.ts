@@ -48,7 +48,7 @@ async function catchUp(config: Config, store: AnalyticsStore): Promise<void> {
   try {
     const head = await events.headPosition();
     const model = new AnalyticsModel(store);
-    model.load();
+    await model.load(events);
     let after = model.position;
     while (after < head) {
       const page = await events.readAll({ after, maxCount: 5000 });

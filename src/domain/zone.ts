@@ -54,13 +54,30 @@ function fromLocal(local: number, timeZone: string, hint: number): number {
 
 export type Interval = 'hour' | 'day';
 
-/** Start of the local hour or day containing `t`. */
+const startCache = new Map<string, Map<number, number>>();
+
+/**
+ * Start of the local hour or day containing `t`. Offsets of real zones are whole quarter hours, so
+ * each UTC quarter hour lies in one local hour and day: the answer is cached per quarter.
+ */
 export function startOf(t: number, unit: Interval, timeZone: string): number {
+  let cache = startCache.get(timeZone);
+  if (!cache) startCache.set(timeZone, (cache = new Map()));
+  const key = Math.floor(t / QUARTER) * 2 + (unit === 'day' ? 1 : 0);
+  const hit = cache.get(key);
+  if (hit !== undefined && hit <= t) return hit;
+  const start = computeStart(t, unit, timeZone);
+  if (cache.size > 100_000) cache.clear();
+  cache.set(key, start);
+  return start;
+}
+
+function computeStart(t: number, unit: Interval, timeZone: string): number {
   const local = t + zoneOffset(t, timeZone);
   const size = unit === 'hour' ? HOUR : DAY;
   const start = fromLocal(local - (((local % size) + size) % size), timeZone, t);
   // The jump hint can overshoot around a DST change; never return a start after t.
-  return start > t ? startOf(start - 1, unit, timeZone) : start;
+  return start > t ? computeStart(start - 1, unit, timeZone) : start;
 }
 
 /** Start of the local hour or day after the one starting at `start`. */

@@ -7,11 +7,12 @@
  * bound, for logs bigger than memory) and are written once at the end, instead of a read and a write
  * per batch as the live runner does.
  */
-import { existsSync, renameSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import type { Doc, DocWrite } from '../gateways/read-store/port.js';
 import { SqliteReadStore } from '../gateways/read-store/sqlite.js';
+import { SqliteEventStore } from '../gateways/event-store/sqlite.js';
 import { openEventStore, openReadStore } from '../platform.js';
 import { AnalyticsStore } from '../analytics/store.js';
 import { AnalyticsModel } from '../analytics/model.js';
@@ -61,7 +62,9 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
   removeDb(stagedRead);
   removeDb(stagedAnalytics);
   const staged = new SqliteReadStore(stagedRead);
+  staged.bulkLoadMode();
   const analyticsStore = new AnalyticsStore(stagedAnalytics);
+  analyticsStore.bulkLoadMode();
   let swapped = false;
   try {
     const total = await events.headPosition();
@@ -70,10 +73,10 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
     const pageSize = options.pageSize ?? 5_000;
     const docs = new Map<string, { collection: string; id: string; doc: Doc | null }>();
     let spilled = false;
+    // In key order: appends to the B-tree instead of inserts all over it.
+    const sortedWrites = () => [...docs.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([, d]) => d as DocWrite);
     const spill = async () => {
-      const writes: DocWrite[] = [];
-      for (const d of docs.values()) writes.push(d);
-      await staged.commit(writes, {});
+      await staged.commit(sortedWrites(), {});
       docs.clear();
       spilled = true;
     };
@@ -81,7 +84,8 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
     let count = 0;
     let after = 0;
     while (after < total) {
-      const page = await events.readAll({ after, maxCount: Math.min(pageSize, total - after) });
+      const maxCount = Math.min(pageSize, total - after);
+      const page = events instanceof SqliteEventStore ? events.scan(after, maxCount) : await events.readAll({ after, maxCount });
       if (page.length === 0) break;
       for (const e of page) {
         if (e.position > total) break;
@@ -103,34 +107,37 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
       }
       after = page[page.length - 1]!.position;
       if (docs.size > maxDocs) await spill();
-      if (model.unwritten >= 200_000) model.flush();
+      if (model.unwritten >= 50_000) model.flush();
       options.onProgress?.({ events: count, total });
     }
     const checkpoints = Object.fromEntries(projections.map((p) => [p.name, total]));
-    const writes: DocWrite[] = [];
-    for (const d of docs.values()) writes.push(d);
-    await staged.commit(writes, checkpoints);
+    await staged.commit(sortedWrites(), checkpoints);
+    const collections = [...new Set(projections.map(collectionOf))];
+    staged.adoptAuxiliaryFrom(readFile, collections, projections.map((p) => p.name));
+    staged.finishBulkLoad();
+    await staged.close();
     // The checkpoint moves to the head even when the last events changed nothing of the analytics.
     model.flush();
     analyticsStore.db.prepare("INSERT OR REPLACE INTO meta (name, value) VALUES ('checkpoint', ?)").run(String(total));
-    // A self-contained file: no WAL beside it, so it can be renamed into place.
-    analyticsStore.db.pragma('wal_checkpoint(TRUNCATE)');
     analyticsStore.db.pragma('journal_mode = DELETE');
     analyticsStore.close();
-    await staged.close();
+    // Written without syncs: made durable once, before they are renamed into place.
+    for (const f of [stagedRead, stagedAnalytics]) {
+      const fd = openSync(f, 'r+');
+      fsyncSync(fd);
+      closeSync(fd);
+    }
     await options.beforeSwap?.();
 
-    // The swap: read models in one transaction, then the analytics file by rename.
-    live.replaceFrom(
-      stagedRead,
-      [...new Set(projections.map(collectionOf))],
-      projections.map((p) => p.name),
-    );
-    // The old file's WAL must not be applied to the new file; without it the old file is still a
-    // consistent (older) store, so a crash between these steps loses nothing the log cannot rebuild.
-    rmSync(`${analyticsFile}-wal`, { force: true });
-    rmSync(`${analyticsFile}-shm`, { force: true });
-    renameSync(stagedAnalytics, analyticsFile);
+    // The swap. Closing the live store checkpoints its WAL into its file and removes it, so no old
+    // WAL can be applied to the new file; a crash between the renames leaves one store new and the
+    // other old, each consistent with its own checkpoint (the old one catches up from the log).
+    await live.close();
+    for (const [stagedFile, file] of [[stagedRead, readFile], [stagedAnalytics, analyticsFile]] as const) {
+      rmSync(`${file}-wal`, { force: true });
+      rmSync(`${file}-shm`, { force: true });
+      renameSync(stagedFile, file);
+    }
     swapped = true;
     return { events: count, seconds: (performance.now() - started) / 1000 };
   } finally {
@@ -138,7 +145,9 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
     await staged.close();
     await live.close();
     await events.close();
-    removeDb(stagedRead);
-    if (!swapped && existsSync(stagedAnalytics)) removeDb(stagedAnalytics);
+    if (!swapped) {
+      if (existsSync(stagedRead)) removeDb(stagedRead);
+      if (existsSync(stagedAnalytics)) removeDb(stagedAnalytics);
+    }
   }
 }
