@@ -22,20 +22,33 @@ export async function replayCommand(config: Config): Promise<number> {
   const bar = progressBar('replay [{bar}] {percentage}% | {value}/{total} events | {rate} events/s | ETA {eta_formatted}');
   const t0 = performance.now();
   let startedBar = false;
-  const result = await replay(config, {
-    onProgress: ({ events, total }) => {
-      if (!bar) return;
-      if (!startedBar) {
-        bar.start(total, 0, { rate: 0 });
-        startedBar = true;
-      }
-      const s = (performance.now() - t0) / 1000;
-      bar.update(events, { rate: Math.round(events / Math.max(s, 0.001)) });
-    },
-  });
-  bar?.stop();
-  process.stdout.write(`replayed ${result.events} events in ${result.seconds.toFixed(2)} s\n`);
-  return 0;
+  let lastLine = 0;
+  try {
+    const result = await replay(config, {
+      onProgress: ({ events, total }) => {
+        const s = (performance.now() - t0) / 1000;
+        const rate = Math.round(events / Math.max(s, 0.001));
+        if (bar) {
+          if (!startedBar) {
+            bar.start(total, 0, { rate: 0 });
+            startedBar = true;
+          }
+          bar.update(events, { rate });
+        } else if (s - lastLine >= 1 || events === total) {
+          // Not a terminal: a plain line a second, for logs.
+          lastLine = s;
+          process.stderr.write(`replay: ${events}/${total} events, ${rate} events/s\n`);
+        }
+      },
+    });
+    bar?.stop();
+    process.stdout.write(`replayed ${result.events} events in ${result.seconds.toFixed(2)} s\n`);
+    return 0;
+  } catch (err) {
+    bar?.stop();
+    process.stderr.write(`replay failed, the read models are left as they were: ${(err as Error).message}\n`);
+    return 1;
+  }
 }
 
 /**

@@ -7,11 +7,10 @@ import { applyProvisioning } from '../commands/provisioning/provision.js';
 import { AppError } from '../domain/errors.js';
 import { exportCommand, replayCommand, UsageError } from './analytics.js';
 
-const USAGE = `usage:
-  telephony provision FILE   apply a provisioning document (CONTRACT section 3), idempotently
-  telephony replay           rebuild every read model from the event log (server stopped)
-  telephony export calls --svc ID [--from T] [--to T] [--format json|jsonl|csv|xlsx] [--out FILE]
-                             ended calls that began in [from, to) (T: epoch ms or ISO 8601)`;
+const USAGE = `usage: telephony provision FILE   apply a provisioning document (CONTRACT section 3), idempotently
+       telephony replay           rebuild every read model from the event log (stop the server first)
+       telephony export calls --svc ID [--from T] [--to T] [--format json|jsonl|csv|xlsx] [--out FILE]
+                                  ended calls that began in [from, to) (T: epoch ms or ISO 8601)`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
