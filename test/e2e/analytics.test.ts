@@ -105,6 +105,11 @@ describe('history, exports, reports and time travel (CONTRACT section 12)', () =
     clock.set(at(510));
     calls.c5 = await inbound('9876500005', '');
     await reached(s, calls.c5, 'AgentHangup');
+    // Settled: Bala released and free again (skipped for this call), the caller back in the queue.
+    await eventually(async () => {
+      const d = await get('/api/v1/dashboard?svc-id=101');
+      return d.customersInQueue.dataCount === '1' && d.agentsData[1].status === '0';
+    }, 'call 5 waiting in the queue, Bala free');
     await capture(at(520));
     clock.set(at(540));
     await customerHangsUp(calls.c5);
