@@ -49,11 +49,11 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
   const started = performance.now();
   const projections = options.projections ?? allProjections;
   const events = openEventStore(config, Date.now);
-  const live = openReadStore(config, Date.now);
+  const live = await openReadStore(config, Date.now);
   if (!(live instanceof SqliteReadStore)) {
     await live.close();
     await events.close();
-    throw new Error('replay rebuilds the embedded read store only');
+    throw new Error('replay rebuilds the embedded read store only: with MONGODB_URL set it is not supported yet');
   }
   const readFile = path.join(config.dataDir, 'read.db');
   const analyticsFile = path.join(config.dataDir, 'analytics.db');
