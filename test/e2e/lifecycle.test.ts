@@ -284,7 +284,7 @@ describe('telephony CLI', () => {
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
-  });
+  }, 120_000);
 
   it('refuses a bad document with exit code 1 and a message naming the field; bad usage is 2', () => {
     const dataDir = newDataDir();
