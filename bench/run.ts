@@ -12,7 +12,8 @@
  *
  * Settings: BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50),
  * BENCH_ONLY (comma-separated scenario names; the baseline always runs), BENCH_SUITES
- * (comma-separated suite names, default all), BENCH_JSON=1 (also print the HTTP results as JSON).
+ * (comma-separated suite names, default all), BENCH_JSON=1 (also print the HTTP results as JSON),
+ * BENCH_REPLAY_EVENTS (1000000) and BENCH_EXPORT_CALLS (100000) for the replay suite.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,6 +31,7 @@ import { benchWebhooks } from './webhooks.js';
 import { benchDialerIngest } from './dialer-ingest.js';
 import { benchHistory, type HistoryBenchResult } from './history.js';
 import { applyProvisioning } from '../src/commands/provisioning/provision.js';
+import { benchReplay } from './replay.js';
 
 /** The contract's example document (CONTRACT section 3). */
 const EXAMPLE_DOCUMENT = path.resolve(import.meta.dirname, '../../examples/provisioning.json');
@@ -281,6 +283,19 @@ const suites: Suite[] = [
     run: async () => {
       const r = await benchDialerIngest();
       return `${table([['dialer ingest', 'rows', 'seconds', 'peak RSS MiB'], ['100,000-row xlsx through readContacts', fmt(r.rows), fmt(r.seconds, 2), fmt(r.peakRssMiB)]])}\n`;
+    },
+  },
+  {
+    name: 'replay',
+    run: async () => {
+      const r = await benchReplay({ events: envInt('BENCH_REPLAY_EVENTS', 1_000_000), exportCalls: envInt('BENCH_EXPORT_CALLS', 100_000) });
+      return `${table([
+        ['analysts', 'events / calls', 'seconds', 'per second', 'CPU s', 'per CPU second'],
+        [`telephony replay (${fmt(r.calls)} calls, agent changes, SMS)`, fmt(r.events), f1(r.replaySeconds), fmt(r.events / r.replaySeconds), f1(r.replayCpuSeconds), fmt(r.events / r.replayCpuSeconds)],
+        ['agent report, a year', '', fmt(r.agentReportMs / 1000, 3), '', '', ''],
+        ['service report, a year by day', '', fmt(r.serviceReportMs / 1000, 3), '', '', ''],
+        [`xlsx export, peak RSS ${fmt(r.exportPeakRssMiB)} MiB (${fmt(r.exportBytes / 1048576, 1)} MiB written)`, fmt(r.exportCalls), f1(r.exportSeconds), fmt(r.exportCalls / r.exportSeconds), '', ''],
+      ])}\n  log written in ${f1(r.writeSeconds)} s; replay into fresh stores, then swapped in; reports over HTTP on the replayed stores\n`;
     },
   },
 ];

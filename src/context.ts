@@ -9,6 +9,7 @@ import type { RecordingSigner } from './domain/recording.js';
 import type { SmsGateway } from './gateways/sms/port.js';
 import type { PlatformMetrics } from './ops/metrics.js';
 import type { Readiness } from './ops/readiness.js';
+import type { Analytics } from './analytics/projector.js';
 
 export interface Context {
   config: Config;
@@ -26,6 +27,8 @@ export interface Context {
   metrics: PlatformMetrics;
   /** GET /readyz: stores answer, read models caught up with the log as it stood at start. */
   readiness: Readiness;
+  /** Analysts' read models: call export rows, report rows, the dashboard's timeline (CONTRACT section 12). */
+  analytics: Analytics;
   /** Epoch ms; injectable so tests control time. */
   now: () => number;
 }

@@ -64,6 +64,8 @@ import { DELIVERY_QUEUE } from './workers/delivery/sender.js';
 import { SMS_QUEUE } from './workers/sms/sender.js';
 import { SCHEDULE_QUEUE } from './workers/scheduler/scheduled-calls.js';
 import type { ActiveCallDoc } from './projections/active-calls.js';
+import { AnalyticsStore } from './analytics/store.js';
+import { analyticsProjector, analyticsReader } from './analytics/projector.js';
 
 export interface Platform {
   ctx: Context;
@@ -123,6 +125,11 @@ export async function openReadStore(config: Config, now: () => number): Promise<
   return new SqliteReadStore(path.join(config.dataDir, 'read.db'), now);
 }
 
+/** The analysts' read models: embedded in DATA_DIR whatever the other stores are (range queries, snapshots). */
+export function openAnalyticsStore(config: Config, file = 'analytics.db'): AnalyticsStore {
+  return new AnalyticsStore(path.join(config.dataDir, file));
+}
+
 export function openJobQueue(config: Config, logger?: Logger, now: () => number = Date.now): JobQueue {
   // A job whose worker died (or lost Redis) mid-run is taken again once its 15 s lock lapses (checked
   // every 5 s), not after BullMQ's default 30 s + 30 s; handlers are short and idempotent.
@@ -176,7 +183,9 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     for (const c of await reads.find<ActiveCallDoc>('active-calls')) bySvc.set(c.svcId, (bySvc.get(c.svcId) ?? 0) + 1);
     return bySvc;
   };
-  const ctx: Context = { config, events, reads, queue, sync, logger, now, signer, sms, metrics, readiness };
+  const analyticsStore = openAnalyticsStore(config);
+  const analytics = config.roles.has('projector') ? analyticsProjector(events, analyticsStore, logger) : analyticsReader(events, analyticsStore);
+  const ctx: Context = { config, events, reads, queue, sync, logger, now, signer, sms, metrics, readiness, analytics };
   const app = config.roles.has('api') ? await buildApp(ctx) : null;
   const callFlow = config.roles.has('worker')
     ? new CallFlow(ctx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
@@ -229,6 +238,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       if (httpUrl && !config.publicBaseUrlSet) signer.setBaseUrl(httpUrl);
       const socketPort = socket ? (await socket.start()).port : null;
       if (runner) await runner.start();
+      await analytics.start();
       if (workerLease) await workerLease.start();
       if (config.provisionFile) {
         const result = await applyProvisionFile(events, config.provisionFile, provisionDoc);
@@ -249,6 +259,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       // The rest of the worker, then the lease (a standby takes over at once).
       if (workerLease) await workerLease.stop();
       if (runner) await runner.stop();
+      await analytics.stop();
       await reads.close();
       await events.close();
       snapshots.close();

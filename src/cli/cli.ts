@@ -5,9 +5,11 @@
 import { ConfigError } from '../config.js';
 import { UsageError, isHelp, type CliCommand, type CliIo } from './command.js';
 import { provisionCommand } from './commands/provision.js';
+import { replayCommandEntry } from './commands/replay.js';
+import { exportCommandEntry } from './commands/export.js';
 
 /** Every command; a new one adds itself here. */
-export const commands: CliCommand[] = [provisionCommand];
+export const commands: CliCommand[] = [provisionCommand, replayCommandEntry, exportCommandEntry];
 
 export function overview(): string {
   const width = Math.max(...commands.map((c) => c.name.length));

@@ -17,6 +17,15 @@ export class Text {
 }
 export const text = (s: string) => new Text(s);
 
+/** A streamed response (exports): sent as it is produced, never held whole in memory. */
+export class Streamed {
+  constructor(
+    readonly contentType: string,
+    readonly body: NodeJS.ReadableStream,
+    readonly headers: Record<string, string> = {},
+  ) {}
+}
+
 export interface Rendered {
   status: number;
   contentType: string;
@@ -44,7 +53,11 @@ export interface UploadedFile {
 export type JsonSchema = Record<string, unknown>;
 
 /** The success answer: a JSON body with its schema, or a text/plain answer (`pong`, `Success`, an id). */
-export type Answer = { json: JsonSchema; description?: string } | { text: string; example?: string };
+export type Answer =
+  | { json: JsonSchema; description?: string }
+  | { text: string; example?: string }
+  /** One answer in several media types (exports): media type → schema. */
+  | { content: Record<string, JsonSchema>; description: string };
 
 export interface RouteDef<P extends ParamSpecs> {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -132,7 +145,9 @@ export function defaultOperationId(method: string, url: string): string {
 function responses(def: RouteDef<ParamSpecs>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const r = def.response;
-  if (r && 'text' in r) {
+  if (r && 'content' in r) {
+    out[200] = { description: r.description, content: Object.fromEntries(Object.entries(r.content).map(([type, schema]) => [type, { schema }])) };
+  } else if (r && 'text' in r) {
     const schema: JsonSchema = { type: 'string' };
     if (r.example !== undefined) schema.examples = [r.example];
     out[200] = { description: r.text, content: { 'text/plain': { schema } } };
@@ -239,9 +254,14 @@ export function defineRoute<P extends ParamSpecs>(app: FastifyInstance, ctx: Con
     bodyLimit: def.bodyLimit,
     preValidation: [...authHooks, merge] as never,
     handler: async (req, reply) => {
+      let streamed: Streamed | null = null;
       const run = async (): Promise<Rendered> => {
         const p = pick(params, req.query as Record<string, unknown>) as Params<P>;
         const result = await def.handler({ req, reply, p, user: req.user!, ctx, files: (req as WithFiles)[FILES] ?? {} });
+        if (result instanceof Streamed) {
+          streamed = result;
+          return { status: 200, contentType: result.contentType, payload: '' };
+        }
         return render(result, reply.statusCode);
       };
       const key = req.headers['idempotency-key'];
@@ -249,6 +269,8 @@ export function defineRoute<P extends ParamSpecs>(app: FastifyInstance, ctx: Con
         def.method === 'POST' && typeof key === 'string' && key.length > 0
           ? await idempotent(ctx, `${def.auth === 'operator' ? 'operator' : `u${req.user?.id}`}|${def.method} ${def.url}`, key, run)
           : await run();
+      const stream = streamed as Streamed | null;
+      if (stream) return reply.code(200).headers(stream.headers).type(stream.contentType).send(stream.body);
       return reply.code(rendered.status).type(rendered.contentType).send(rendered.payload);
     },
   });

@@ -291,6 +291,29 @@ describe('telephony CLI', () => {
     }
   });
 
+  it('replay rebuilds the read models of a stopped server: the contract\'s last line, exit 0; export calls works without a server', async () => {
+    const dataDir = newDataDir();
+    try {
+      expect(cli(['provision', writeDoc(exampleDoc())], dataDir).status).toBe(0);
+      const server = await startServer({}, { dataDir });
+      const before = await (await server.api('/api/v1/agents')).text();
+      const head = await server.platform.ctx.events.headPosition();
+      await server.stop({ keepData: true });
+      const r = cli(['replay'], dataDir);
+      expect(r.status).toBe(0);
+      const lines = r.stdout.trim().split('\n');
+      expect(lines[lines.length - 1]).toMatch(new RegExp(`^replayed ${head} events in \\d+(\\.\\d+)? s$`));
+      const exported = cli(['export', 'calls', '--svc', '101', '--format', 'jsonl'], dataDir);
+      expect([exported.status, exported.stdout]).toEqual([0, '']);
+      expect(cli(['export', 'calls'], dataDir).status).toBe(2);
+      const again = await startServer({}, { dataDir });
+      expect(await (await again.api('/api/v1/agents')).text()).toBe(before);
+      await again.stop({ keepData: true });
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it('refuses a bad document with exit code 1 and a message naming the field; bad usage is 2', () => {
     const dataDir = newDataDir();
     const doc = exampleDoc();

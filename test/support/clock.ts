@@ -8,3 +8,17 @@ export function testClock() {
     },
   };
 }
+
+/** A clock that stands still until the test moves it: events get exactly the times a test sets. */
+export function manualClock(start: number) {
+  let t = start;
+  return {
+    now: () => t,
+    advance(ms: number) {
+      t += ms;
+    },
+    set(ms: number) {
+      t = ms;
+    },
+  };
+}

@@ -36,6 +36,8 @@ interface Row {
   time: number;
 }
 
+const NO_METADATA: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
+
 const toRecorded = (r: Row): RecordedEvent => ({
   position: r.position,
   id: r.id,
@@ -98,6 +100,9 @@ export class SqliteEventStore implements EventStore {
       ),
       readAll: this.db.prepare<[number, number], Row>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
       head: this.db.prepare<[], { p: number | null }>('SELECT MAX(position) AS p FROM events'),
+      scan: this.db.prepare<[number, number], [number, string, string, string, number]>(
+        'SELECT position, stream_id, type, data, time FROM events WHERE position > ? ORDER BY position LIMIT ?',
+      ).raw(),
     };
     this.head = this.stmts.head.get()?.p ?? 0;
   }
@@ -215,6 +220,24 @@ export class SqliteEventStore implements EventStore {
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
     this.assertOpen();
     return this.stmts.readAll.all(options.after ?? 0, options.maxCount ?? -1).map(toRecorded);
+  }
+
+  /**
+   * Replay's reader: events in global order like `readAll`, without what projections never read
+   * (id, revision and metadata are left empty), at a fraction of the cost.
+   */
+  scan(after: number, maxCount: number): RecordedEvent[] {
+    this.assertOpen();
+    return this.stmts.scan.all(after, maxCount).map(([position, streamId, type, data, time]) => ({
+      id: '',
+      streamId,
+      revision: 0,
+      position,
+      type,
+      data: JSON.parse(data),
+      metadata: NO_METADATA,
+      time,
+    }));
   }
 
   async headPosition(): Promise<number> {

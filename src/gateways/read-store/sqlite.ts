@@ -124,6 +124,36 @@ export class SqliteReadStore implements ReadStore {
     this.stmts.del.run(collection, id);
   }
 
+  /** Throwaway storage being built (replay): no journal, no syncs; it becomes durable when promoted. */
+  bulkLoadMode(): void {
+    this.db.pragma('journal_mode = OFF');
+    this.db.pragma('synchronous = OFF');
+    this.db.pragma('cache_size = -262144');
+  }
+
+  /**
+   * Replay: copies into this (fresh) store what replay does not rebuild from `liveFile`: documents of
+   * collections other than `collections` (idempotency records, the SMS outbox) and checkpoints other
+   * than `names` (the workers'), so this store can then take the live one's place whole.
+   */
+  adoptAuxiliaryFrom(liveFile: string, collections: string[], names: string[]): void {
+    this.db.prepare('ATTACH DATABASE ? AS live').run(liveFile);
+    try {
+      const inList = (n: number) => Array.from({ length: n }, () => '?').join(', ');
+      this.db.transaction(() => {
+        this.db.prepare(`INSERT OR REPLACE INTO main.docs SELECT * FROM live.docs WHERE collection NOT IN (${inList(collections.length)})`).run(...collections);
+        this.db.prepare(`INSERT OR REPLACE INTO main.checkpoints SELECT * FROM live.checkpoints WHERE name NOT IN (${inList(names.length)})`).run(...names);
+      })();
+    } finally {
+      this.db.prepare('DETACH DATABASE live').run();
+    }
+  }
+
+  /** Ends bulk loading: a plain rollback-journal file, complete on disk, ready to be renamed into place. */
+  finishBulkLoad(): void {
+    this.db.pragma('journal_mode = DELETE');
+  }
+
   async close(): Promise<void> {
     if (this.db.open) this.db.close();
   }

@@ -9,6 +9,7 @@ import { streams } from '../../domain/streams.js';
 import { conflict, invalid } from '../../domain/errors.js';
 import type { Context } from '../../context.js';
 import type { AgentDoc } from '../../projections/agents.js';
+import { agentsAsOf, pastInstant } from '../../analytics/queries.js';
 import { agentRecord, findAgent, freeAgents, getAgent, serviceAgents, targetAgent } from '../../queries/agents.js';
 
 /** Runs an agent command and waits until the read models show it, so the answer reads its own write. */
@@ -26,9 +27,17 @@ export const agentRoutes: RouteRegistrar = (app, ctx) => {
     tags: ['agents'],
     auth: 'user',
     response: json(arrayOf(agentRecordSchema), 'agent records'),
-    params: { 'svc-id': { type: 'integer', min: 1 } },
+    params: {
+      'svc-id': { type: 'integer', min: 1 },
+      at: { type: 'epoch', description: 'epoch ms: answer as the agents stood at that instant (CONTRACT section 12)' },
+    },
     handler: async ({ p, user }) => {
       const svcId = scopeService(user, p['svc-id']);
+      if (p.at !== undefined) {
+        const at = pastInstant(ctx, p.at);
+        await ctx.analytics.caughtUp();
+        return agentsAsOf(ctx, user, svcId, at);
+      }
       if (user.admin) return (await serviceAgents(ctx, svcId)).map(agentRecord);
       if (user.agentId === null) return [];
       const own = await getAgent(ctx, svcId, user.agentId);

@@ -4,6 +4,7 @@ import { defineRoute } from '../route.js';
 import { json, dashboardAnswer, transferDetails } from '../answers.js';
 import { scopeService } from '../scope.js';
 import { dashboard } from '../../queries/dashboard.js';
+import { dashboardAsOf, pastInstant } from '../../analytics/queries.js';
 import { serviceAgents } from '../../queries/agents.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import { notFound } from '../../domain/errors.js';
@@ -16,8 +17,17 @@ export const dashboardRoutes: RouteRegistrar = (app, ctx) => {
     tags: ['dashboard'],
     auth: 'user',
     response: json(dashboardAnswer),
-    params: { 'svc-id': { type: 'integer', required: true, min: 1 } },
-    handler: ({ p, user }) => dashboard(ctx, user, scopeService(user, p['svc-id'], 'svc-id', true)),
+    params: {
+      'svc-id': { type: 'integer', required: true, min: 1 },
+      at: { type: 'epoch', description: 'epoch ms: answer as the dashboard stood at that instant (CONTRACT section 12)' },
+    },
+    handler: async ({ p, user }) => {
+      const svcId = scopeService(user, p['svc-id'], 'svc-id', true);
+      if (p.at === undefined) return dashboard(ctx, user, svcId);
+      const at = pastInstant(ctx, p.at);
+      await ctx.analytics.caughtUp();
+      return dashboardAsOf(ctx, user, svcId, at);
+    },
   });
 
   defineRoute(app, ctx, {

@@ -18,6 +18,7 @@ import { dialerRoutes } from './dialer.js';
 import { healthRoutes } from './ops-health.js';
 import { eventRoutes } from './events.js';
 import { wallboardRoutes } from './wallboard.js';
+import { analyticsRoutes } from './analytics.js';
 
 export type RouteRegistrar = (app: FastifyInstance, ctx: Context) => void;
 
@@ -41,4 +42,5 @@ export const routes: RouteRegistrar[] = [
   healthRoutes,
   eventRoutes,
   wallboardRoutes,
+  analyticsRoutes,
 ];

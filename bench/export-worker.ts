@@ -1,0 +1,22 @@
+/** Child process of the replay suite: one xlsx export of a service's calls to nowhere; reports its size, time and peak RSS. */
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import path from 'node:path';
+import { AnalyticsStore } from '../src/analytics/store.js';
+import { exportRows, exportStream } from '../src/analytics/export.js';
+
+const [dir, from, to] = process.argv.slice(2);
+const store = new AnalyticsStore(path.join(dir!, 'analytics.db'));
+let bytes = 0;
+const t = performance.now();
+await pipeline(
+  exportStream(exportRows(store, 101, Number(from), Number(to)), 'xlsx'),
+  new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      bytes += chunk.length;
+      cb();
+    },
+  }),
+);
+store.close();
+process.send!({ bytes, seconds: (performance.now() - t) / 1000, maxRssKiB: process.resourceUsage().maxRSS });

@@ -1,0 +1,83 @@
+/**
+ * The read models the dashboard and the agent list are built from, per service, as a fold that can
+ * stop at any instant: the same pure projections the projector runs (services, agents, call-stats,
+ * in-ivr, queued-callers), applied to one service's documents only. Snapshots of this state plus the
+ * few events after them answer "as it was at T" without folding the service's whole history.
+ */
+import type { RecordedEvent } from '../gateways/event-store/port.js';
+import type { Doc } from '../gateways/read-store/port.js';
+import type { UserProvisionedData } from '../domain/events.js';
+import type { Projection } from '../projections/projection.js';
+import { collectionOf } from '../projections/projection.js';
+import { servicesProjection } from '../projections/services.js';
+import { agentsProjection } from '../projections/agents.js';
+import { callStatsProjection, inIvrProjection, queuedCallersProjection } from '../projections/calls.js';
+
+/** What the fold needs of an event. */
+export type TimelineEvent = Pick<RecordedEvent, 'type' | 'data' | 'time' | 'position'>;
+
+/** One service's documents, by `<collection>\u0000<id>`. */
+export type TimelineState = Map<string, Doc>;
+
+/** A state as stored in a snapshot, and back. */
+export const serialiseState = (state: TimelineState): string => JSON.stringify(Object.fromEntries(state));
+export const parseState = (text: string): TimelineState => new Map(Object.entries(JSON.parse(text) as Record<string, Doc>));
+
+const TIMELINE_PROJECTIONS: Projection<any>[] = [
+  servicesProjection,
+  agentsProjection,
+  callStatsProjection,
+  inIvrProjection,
+  queuedCallersProjection,
+];
+
+/** Services whose dashboard or agent list an event can change. */
+export function timelineServices(e: Pick<RecordedEvent, 'type' | 'data'>): number[] {
+  if (e.type === 'UserProvisioned') {
+    const u = e.data as UserProvisionedData;
+    return u.agentId === null ? [] : u.services;
+  }
+  const svcId = (e.data as { svcId?: unknown } | null)?.svcId;
+  if (typeof svcId !== 'number') return [];
+  for (const p of TIMELINE_PROJECTIONS) if (p.keys(e as RecordedEvent).length > 0) return [svcId];
+  return [];
+}
+
+const CALL_STATS = collectionOf(callStatsProjection);
+
+/** Applies one event to a service's documents (in place; returns the same object). */
+export function applyTimeline(state: TimelineState, svcId: number, e: TimelineEvent): TimelineState {
+  // The projections read only type, data and time.
+  const recorded = e as RecordedEvent;
+  const prefix = `${svcId}-`;
+  for (const p of TIMELINE_PROJECTIONS) {
+    const collection = collectionOf(p);
+    for (const id of p.keys(recorded)) {
+      // Keys of other services (a user of several services) are not this service's documents.
+      if ((p === agentsProjection || p === callStatsProjection) && !id.startsWith(prefix)) continue;
+      if (p === servicesProjection && id !== String(svcId)) continue;
+      const key = `${collection}\u0000${id}`;
+      const previous = state.get(key) ?? null;
+      const next = p.evolve(previous, recorded, id);
+      if (next === null) state.delete(key);
+      else state.set(key, next);
+      // Only the latest day's call counts matter (the dashboard counts from midnight): a new day drops the last.
+      if (p === callStatsProjection && previous === null) {
+        for (const k of state.keys()) if (k !== key && k.startsWith(`${CALL_STATS}\u0000`)) state.delete(k);
+      }
+    }
+  }
+  return state;
+}
+
+/** The documents of one collection in a timeline state. */
+export function docsOf<T extends Doc>(state: TimelineState, collection: string): T[] {
+  const prefix = `${collection}\u0000`;
+  const out: T[] = [];
+  for (const [k, v] of state) if (k.startsWith(prefix)) out.push(v as T);
+  return out;
+}
+
+export function docOf<T extends Doc>(state: TimelineState, collection: string, id: string): T | null {
+  return (state.get(`${collection}\u0000${id}`) as T | undefined) ?? null;
+}
