@@ -24,7 +24,7 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     // Appends go to the event log only; a running server's projector picks them up.
-    const events = openEventStore(config, Date.now);
+    const events = await openEventStore(config, Date.now);
     try {
       const r = await applyProvisioning(events, doc);
       process.stdout.write(`${JSON.stringify({ services: r.services, agents: r.agents, users: r.users, appended: r.appended })}\n`);
