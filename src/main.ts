@@ -5,12 +5,12 @@ import { createLogger, createPlatform } from './platform.js';
 const config = loadConfig();
 const logger = createLogger(config);
 const platform = await createPlatform(config, { logger });
-const { httpUrl } = await platform.start();
+const { httpUrl, socketPort } = await platform.start();
 if (config.operatorTokenGenerated) {
   // Printed once, to the terminal only: it is the key to the operator API for this run.
   process.stdout.write(`OPERATOR_TOKEN (generated for this run; set OPERATOR_TOKEN to choose one): ${config.operatorToken}\n`);
 }
-logger.info({ httpUrl, roles: [...config.roles], dataDir: config.dataDir }, 'cloud-telephony started');
+logger.info({ httpUrl, socketPort, roles: [...config.roles], dataDir: config.dataDir }, 'cloud-telephony started');
 
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
