@@ -19,9 +19,10 @@ try {
 const logger = createLogger(config);
 let platform: Platform;
 let httpUrl: string | null;
+let socketPort: number | null;
 try {
   platform = await createPlatform(config, { logger });
-  ({ httpUrl } = await platform.start());
+  ({ httpUrl, socketPort } = await platform.start());
 } catch (err) {
   const problem = startupProblem(err, config);
   if (problem) fail(problem);
@@ -36,7 +37,7 @@ if (config.operatorTokenGenerated) {
     logger.warn('operator token generated, set OPERATOR_TOKEN to choose one (it is printed only when stdout is a terminal)');
   }
 }
-logger.info({ httpUrl, roles: [...config.roles], dataDir: config.dataDir }, 'cloud-telephony started');
+logger.info({ httpUrl, socketPort, roles: [...config.roles], dataDir: config.dataDir }, 'cloud-telephony started');
 
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -12,6 +12,7 @@ import type { Context } from './context.js';
 import type { EventStore } from './gateways/event-store/port.js';
 import type { ReadStore } from './gateways/read-store/port.js';
 import { SqliteEventStore } from './gateways/event-store/sqlite.js';
+import { KurrentDbEventStore } from './gateways/event-store/kurrentdb.js';
 import { SqliteReadStore } from './gateways/read-store/sqlite.js';
 import { MongoReadStore } from './gateways/read-store/mongodb.js';
 import type { JobQueue } from './gateways/queue/port.js';
@@ -112,9 +113,12 @@ async function applyProvisionFile(events: EventStore, file: string, doc: unknown
   }
 }
 
-export function openEventStore(config: Config, now: () => number): EventStore {
+/** KurrentDB when EVENTSTORE_URL is set (refusing a server older than 25.1), else the embedded SQLite file. */
+export async function openEventStore(config: Config, now: () => number, logger?: Logger): Promise<EventStore> {
   if (config.eventStoreUrl) {
-    throw new ConfigError('EVENTSTORE_URL: the KurrentDB adapter is not part of this build yet; unset it to use the embedded store');
+    return KurrentDbEventStore.connect(config.eventStoreUrl, {
+      log: (level, message, details) => logger?.[level](details ?? {}, message),
+    });
   }
   return new SqliteEventStore(path.join(config.dataDir, 'events.db'), now);
 }
@@ -141,7 +145,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   const logger = options.logger ?? createLogger(config);
   const now = options.now ?? Date.now;
   const metrics = new PlatformMetrics();
-  const events = countingAppends(openEventStore(config, now), metrics);
+  const events = countingAppends(await openEventStore(config, now, logger), metrics);
   let storedReads: ReadStore;
   try {
     storedReads = await openReadStore(config, now);

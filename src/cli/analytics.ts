@@ -60,7 +60,7 @@ export async function replayCommand(config: Config): Promise<number> {
  * store's checkpoint guard lets only one of them write each range, and then this waits for it.
  */
 async function catchUp(config: Config, store: AnalyticsStore): Promise<void> {
-  const events = openEventStore(config, Date.now);
+  const events = await openEventStore(config, Date.now);
   try {
     const head = await events.headPosition();
     const model = new AnalyticsModel(store);

@@ -48,7 +48,7 @@ const removeDb = (file: string) => {
 export async function replay(config: Config, options: ReplayOptions = {}): Promise<ReplayResult> {
   const started = performance.now();
   const projections = options.projections ?? allProjections;
-  const events = openEventStore(config, Date.now);
+  const events = await openEventStore(config, Date.now);
   const live = await openReadStore(config, Date.now);
   if (!(live instanceof SqliteReadStore)) {
     await live.close();

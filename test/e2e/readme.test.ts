@@ -1,7 +1,7 @@
 /**
  * The README's examples work as printed, in order: every `sh` block between the walkthrough markers
  * runs in one bash, against a fresh server, with curl failing on any 4xx/5xx. Blocks that start with
- * `# another terminal` (long-running clients) are left out.
+ * `# another terminal` (long-running clients) or `# with the server stopped` (replay) are left out.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -22,7 +22,7 @@ export function walkthrough(readme: string): string[] {
   for (const m of readme.slice(from, to).matchAll(re)) {
     const indent = m[1]!;
     const code = m[2]!.split('\n').map((l) => (l.startsWith(indent) ? l.slice(indent.length) : l)).join('\n');
-    if (!code.startsWith('# another terminal')) blocks.push(code);
+    if (!code.startsWith('# another terminal') && !code.startsWith('# with the server stopped')) blocks.push(code);
   }
   return blocks;
 }

@@ -30,7 +30,7 @@ Exit codes: 0 applied; 1 the document was refused (the reason on stderr); 2 bad 
       return 2;
     }
     // Appends go to the event log only; a running server's projector picks them up.
-    const events = openEventStore(config, Date.now);
+    const events = await openEventStore(config, Date.now);
     const bar = progress('provisioning', 0, io.stderr, { unit: 'records' });
     try {
       const r = await applyProvisioning(events, doc, (done, total) => bar.update(done, total));

@@ -1,0 +1,440 @@
+/**
+ * KurrentDB event store (EVENTSTORE_URL), on `@kurrent/kurrentdb-client`.
+ *
+ * - Positions are KurrentDB commit positions (byte offsets in the transaction log: increasing,
+ *   sparse). The client hands them out as bigint; the port uses numbers, so each one is converted
+ *   with a range check (`toPosition`) that refuses, loudly, anything past 2^53 − 1 (9 PB of log)
+ *   instead of silently rounding it.
+ * - Metadata travels as string properties, the only kind multi-stream append takes: every value is
+ *   JSON-encoded on write and decoded on read, on both append paths, so reads decode one format.
+ * - The port's promise that re-appending an event id is a no-op is kept by reading the stream's tail
+ *   after a conflict or an ambiguous failure (the append may have been stored) and comparing ids.
+ * - `streamPrefix` keeps several deployments (or test runs) apart on one server: stream names are
+ *   stored with it, and `$all` reads and subscriptions see only streams that carry it.
+ */
+import { v4 as uuidv4, v5 as uuidv5, validate as isUuid } from 'uuid';
+import {
+  BACKWARDS,
+  END,
+  FORWARDS,
+  KurrentDBClient,
+  START,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+  excludeSystemEvents,
+  jsonEvent,
+  streamNameFilter,
+  type AllStreamResolvedEvent,
+  type AppendStreamRequest,
+  type Filter,
+  type Position,
+  type ResolvedEvent,
+  type AllStreamSubscription,
+} from '@kurrent/kurrentdb-client';
+import {
+  type AppendResult,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type StreamAppend,
+  type Subscription,
+  WrongExpectedRevisionError,
+  matchesExpected,
+} from './port.js';
+import { unavailable } from '../../domain/errors.js';
+
+/** The first KurrentDB release with multi-stream append (`appendToStreams`). */
+export const MIN_SERVER_VERSION = '25.1.0';
+
+export interface KurrentDbOptions {
+  /** Prepended to every stream name; `$all` reads and subscriptions see only these streams. */
+  streamPrefix?: string;
+  /** Told about dropped subscriptions and retried appends. */
+  log?: (level: 'warn' | 'info', message: string, details?: Record<string, unknown>) => void;
+  /** Resubscribe back-off after a drop: first delay and cap, in ms. */
+  resubscribeMs?: { first: number; max: number };
+  /** Attempts of an append whose outcome was unknown (the id check makes each retry safe). */
+  appendAttempts?: number;
+}
+
+/** Ids that are not UUIDs (KurrentDB requires one) are mapped to a stable UUID, so a retry maps alike. */
+const ID_NAMESPACE = '0f7a3a1e-8a51-4d5c-9b3e-6f1d2c4b8e90';
+const eventUuid = (id: string | undefined): string => (id === undefined ? uuidv4() : isUuid(id) ? id.toLowerCase() : uuidv5(id, ID_NAMESPACE));
+
+/** Turns every accepted connection-string form into the one the client and its Rust bridge parse alike. */
+export function normalizeConnectionString(url: string): string {
+  const m = /^(esdb|kurrentdb|kurrent|kdb)(\+discover)?:\/\//i.exec(url);
+  if (!m) throw new Error('EVENTSTORE_URL must start with kurrentdb://, esdb://, kdb:// (or their +discover forms)');
+  return `kurrentdb${m[2] ? '+discover' : ''}://${url.slice(m[0].length)}`;
+}
+
+export function toPosition(commit: bigint | undefined): number | undefined {
+  if (commit === undefined || commit < 0n || commit === 0xffffffffffffffffn) return undefined;
+  if (commit > BigInt(Number.MAX_SAFE_INTEGER)) {
+    throw new Error(`KurrentDB commit position ${commit} is beyond what this platform stores exactly (2^53 - 1)`);
+  }
+  return Number(commit);
+}
+
+const fromPosition = (after: number): Position => ({ commit: BigInt(after), prepare: BigInt(after) });
+
+/** Metadata as string properties: each value JSON-encoded. */
+export function encodeMetadata(metadata: Record<string, unknown> | undefined): Record<string, string> | undefined {
+  if (!metadata) return undefined;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(metadata)) if (v !== undefined) out[k] = JSON.stringify(v);
+  return Object.keys(out).length ? out : undefined;
+}
+
+/** Reverses `encodeMetadata`; keys the server adds (`$...`) are dropped, foreign values kept as they are. */
+export function decodeMetadata(raw: unknown): Record<string, unknown> {
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw) || raw instanceof Uint8Array) return {};
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+    if (k.startsWith('$')) continue;
+    if (typeof v !== 'string') {
+      out[k] = v;
+      continue;
+    }
+    try {
+      out[k] = JSON.parse(v);
+    } catch {
+      out[k] = v;
+    }
+  }
+  return out;
+}
+
+const isSystem = (streamId: string, type: string) => streamId.startsWith('$') || type.startsWith('$');
+
+/** Failures after which the append may or may not have been stored. */
+function isAmbiguous(err: unknown): boolean {
+  const type = (err as { type?: string } | null)?.type;
+  return type === 'unavailable' || type === 'deadline-exceeded' || type === 'cancelled' || type === 'unknown' || type === 'timeout';
+}
+
+/** Merges entries naming the same stream into one, or refuses what cannot be one append. */
+export function mergeAppends(appends: StreamAppend[]): StreamAppend[] {
+  const byStream = new Map<string, StreamAppend>();
+  for (const a of appends) {
+    const prev = byStream.get(a.streamId);
+    if (!prev) {
+      byStream.set(a.streamId, { ...a, events: [...a.events] });
+      continue;
+    }
+    // The second entry's expectation must follow from the first's outcome.
+    const e1 = prev.expectedRevision;
+    const after = typeof e1 === 'number' ? e1 + prev.events.length : e1 === 'no_stream' ? prev.events.length - 1 : null;
+    const e2 = a.expectedRevision;
+    if (e2 === 'any' || (e2 === 'stream_exists' && (after === null ? e1 !== 'any' || prev.events.length > 0 : after >= 0))) {
+      prev.events.push(...a.events);
+    } else if (after !== null && typeof e2 !== 'string' ? e2 === after : e2 === 'no_stream' && after === -1) {
+      prev.events.push(...a.events);
+    } else if (after !== null) {
+      throw new WrongExpectedRevisionError(a.streamId, e2, after);
+    } else {
+      throw new Error(`stream ${a.streamId} is named twice in one append with expectations that cannot be merged`);
+    }
+  }
+  return [...byStream.values()];
+}
+
+export class KurrentDbEventStore implements EventStore {
+  private closed = false;
+  private readonly subscriptions = new Set<() => void>();
+  private readonly prefix: string;
+  private readonly filter: Filter;
+
+  private constructor(
+    private readonly client: KurrentDBClient,
+    private readonly options: KurrentDbOptions,
+  ) {
+    this.prefix = options.streamPrefix ?? '';
+    this.filter = this.prefix ? streamNameFilter({ prefixes: [this.prefix] }) : excludeSystemEvents();
+  }
+
+  /** Connects and checks that the server is KurrentDB 25.1 or newer (multi-stream append). */
+  static async connect(url: string, options: KurrentDbOptions = {}): Promise<KurrentDbEventStore> {
+    const client = KurrentDBClient.connectionString(normalizeConnectionString(url));
+    try {
+      await assertServerVersion(client);
+    } catch (err) {
+      await client.dispose().catch(() => {});
+      throw err;
+    }
+    return new KurrentDbEventStore(client, options);
+  }
+
+  private name = (streamId: string) => this.prefix + streamId;
+
+  async appendToStream(streamId: string, events: NewEvent[], options: { expectedRevision?: ExpectedRevision } = {}): Promise<AppendResult> {
+    const [result] = await this.appendToStreams([{ streamId, events, expectedRevision: options.expectedRevision ?? 'any' }]);
+    return result!;
+  }
+
+  async appendToStreams(appends: StreamAppend[]): Promise<AppendResult[]> {
+    this.assertOpen();
+    const merged = mergeAppends(appends);
+    // Ids fixed before the first attempt: every retry and every tail check compares the same ids.
+    const batch = merged.map((a) => ({ ...a, events: a.events.map((e) => ({ ...e, id: eventUuid(e.id) })) }));
+    const results = new Map<string, AppendResult>();
+    let pending = batch.filter((a) => a.events.length > 0);
+    // An entry without events only asserts its expectation (checked here, not atomically).
+    for (const a of batch.filter((a) => a.events.length === 0)) {
+      const tail = await this.tail(a.streamId, 1);
+      const actual = tail.at(-1)?.revision ?? -1;
+      if (!matchesExpected(a.expectedRevision, actual)) throw new WrongExpectedRevisionError(a.streamId, a.expectedRevision, actual);
+      results.set(a.streamId, { nextExpectedRevision: actual, position: tail.at(-1)?.position ?? 0 });
+    }
+    const attempts = this.options.appendAttempts ?? 4;
+    for (let attempt = 1; pending.length > 0; attempt++) {
+      try {
+        const written = pending.length === 1 ? [await this.appendOne(pending[0]!)] : await this.appendMany(pending);
+        pending.forEach((a, i) => results.set(a.streamId, written[i]!));
+        pending = [];
+      } catch (err) {
+        const conflict = err instanceof WrongExpectedVersionError;
+        if (!conflict && !isAmbiguous(err)) throw err;
+        // Already stored (a retry of an append that went through)? Then those streams are done.
+        const stored = await Promise.all(pending.map((a) => this.alreadyStored(a.streamId, a.events.map((e) => e.id!))));
+        pending.forEach((a, i) => stored[i] && results.set(a.streamId, stored[i]!));
+        const remaining = pending.filter((_, i) => !stored[i]);
+        if (conflict) {
+          const w = err as WrongExpectedVersionError;
+          const conflicted = remaining.find((a) => this.name(a.streamId) === w.streamName) ?? remaining[0];
+          if (conflicted) throw new WrongExpectedRevisionError(conflicted.streamId, conflicted.expectedRevision, w.actualState === 'no_stream' ? -1 : Number(w.actualState));
+        } else if (attempt >= attempts && remaining.length > 0) {
+          throw unavailable('the event store did not confirm the append; nothing of it was stored');
+        } else if (remaining.length > 0) {
+          this.options.log?.('warn', 'event store: append outcome unknown; retrying', { attempt, err: String(err) });
+          await sleep(Math.min(2000, 100 * 2 ** attempt));
+        }
+        pending = remaining;
+      }
+    }
+    return appends.map((a) => results.get(a.streamId)!);
+  }
+
+  private toEvents(events: NewEvent[]) {
+    return events.map((e) => jsonEvent({ id: e.id!, type: e.type, data: (e.data ?? null) as never, metadata: encodeMetadata(e.metadata) }));
+  }
+
+  private async appendOne(a: StreamAppend): Promise<AppendResult> {
+    const r = await this.client.appendToStream(this.name(a.streamId), this.toEvents(a.events), { streamState: streamState(a.expectedRevision) });
+    const position = toPosition(r.position?.commit) ?? (await this.tail(a.streamId, 1)).at(-1)?.position ?? 0;
+    return { nextExpectedRevision: Number(r.nextExpectedRevision), position };
+  }
+
+  private async appendMany(batch: StreamAppend[]): Promise<AppendResult[]> {
+    const requests: AppendStreamRequest[] = batch.map((a) => ({
+      streamName: this.name(a.streamId),
+      expectedState: streamState(a.expectedRevision),
+      events: this.toEvents(a.events),
+    }));
+    const r = await this.client.multiStreamAppend(requests);
+    // The response carries one position for the whole transaction; each stream's own last event
+    // position is read back, so a caller waiting for it never waits for a position no event has.
+    return Promise.all(
+      batch.map(async (a, i) => {
+        const revision = Number(r.responses[i]?.revision ?? -1);
+        const last = (await this.tail(a.streamId, 1)).at(-1);
+        return { nextExpectedRevision: revision, position: last?.position ?? toPosition(r.position) ?? 0 };
+      }),
+    );
+  }
+
+  /** The stream's last events, oldest first. */
+  private async tail(streamId: string, count: number): Promise<RecordedEvent[]> {
+    const out = await this.collect(this.client.readStream(this.name(streamId), { direction: BACKWARDS, fromRevision: END, maxCount: count }));
+    return out.reverse();
+  }
+
+  /** When every id is in the stream's tail, the append already happened: its result, else null. */
+  private async alreadyStored(streamId: string, ids: string[]): Promise<AppendResult | null> {
+    const tail = await this.tail(streamId, ids.length + 100);
+    const present = new Set(tail.map((e) => e.id));
+    if (!ids.every((id) => present.has(id))) return null;
+    const last = tail.at(-1)!;
+    return { nextExpectedRevision: last.revision, position: last.position };
+  }
+
+  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    return this.collect(
+      this.client.readStream(this.name(streamId), {
+        direction: FORWARDS,
+        fromRevision: options.fromRevision ? BigInt(options.fromRevision) : START,
+        maxCount: options.maxCount ?? Number.MAX_SAFE_INTEGER,
+      }),
+    );
+  }
+
+  private async collect(source: AsyncIterable<ResolvedEvent>): Promise<RecordedEvent[]> {
+    const out: RecordedEvent[] = [];
+    try {
+      for await (const resolved of source) {
+        const e = this.toRecorded(resolved);
+        if (e) out.push(e);
+      }
+    } catch (err) {
+      if (err instanceof StreamNotFoundError) return [];
+      throw err;
+    }
+    // A server that leaves positions out of stream reads: the head is an upper bound, which is
+    // what callers use a stream event's position for (waiting until the read models have it).
+    if (out.some((e) => e.position < 0)) {
+      const head = await this.headPosition();
+      for (const e of out) if (e.position < 0) e.position = head;
+    }
+    return out;
+  }
+
+  private toRecorded(resolved: ResolvedEvent | AllStreamResolvedEvent): RecordedEvent | null {
+    const e = resolved.event;
+    if (!e || isSystem(e.streamId, e.type)) return null;
+    if (this.prefix && !e.streamId.startsWith(this.prefix)) return null;
+    return {
+      id: e.id,
+      streamId: e.streamId.slice(this.prefix.length),
+      revision: Number(e.revision),
+      position: toPosition(e.position?.commit ?? resolved.commitPosition) ?? -1,
+      type: e.type,
+      data: e.isJson ? e.data : null,
+      metadata: decodeMetadata(e.metadata),
+      time: e.created instanceof Date ? e.created.getTime() : Number(e.created),
+    };
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    const after = options.after ?? 0;
+    const max = options.maxCount ?? Number.MAX_SAFE_INTEGER;
+    const out: RecordedEvent[] = [];
+    let from = after;
+    // Reading from a position includes the event there; pages continue until enough are found.
+    for (;;) {
+      const want = Math.min(max - out.length + 1, 1000);
+      let got = 0;
+      for await (const resolved of this.client.readAll({ direction: FORWARDS, fromPosition: from ? fromPosition(from) : START, maxCount: want, filter: this.filter })) {
+        got++;
+        const e = this.toRecorded(resolved);
+        const p = toPosition(resolved.event?.position?.commit ?? resolved.commitPosition);
+        if (p !== undefined) from = Math.max(from, p);
+        if (!e || e.position <= after || (out.length && e.position <= out.at(-1)!.position)) continue;
+        out.push(e);
+        if (out.length >= max) return out;
+      }
+      if (got < want) return out;
+    }
+  }
+
+  async headPosition(): Promise<number> {
+    this.assertOpen();
+    for await (const resolved of this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 20, filter: this.filter })) {
+      const e = this.toRecorded(resolved);
+      if (e && e.position >= 0) return e.position;
+    }
+    return 0;
+  }
+
+  subscribeToAll(options: { after?: number } = {}): Subscription {
+    const backoff = this.options.resubscribeMs ?? { first: 100, max: 5000 };
+    let last = options.after ?? 0;
+    let closed = false;
+    let current: AllStreamSubscription | null = null;
+    let wake: (() => void) | null = null;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      this.subscriptions.delete(close);
+      // Cancel the call, and end the iteration now rather than when the cancellation comes back.
+      void current?.unsubscribe().catch(() => {});
+      current?.destroy();
+      wake?.();
+    };
+    this.subscriptions.add(close);
+    const self = this;
+
+    async function* iterate(): AsyncGenerator<RecordedEvent> {
+      let delay = backoff.first;
+      try {
+        while (!closed && !self.closed) {
+          const sub = self.client.subscribeToAll({ fromPosition: last ? fromPosition(last) : START, filter: self.filter });
+          current = sub;
+          try {
+            for await (const resolved of sub) {
+              if (closed) break;
+              const e = self.toRecorded(resolved);
+              // Never twice: after a resubscription nothing at or before the last delivered position.
+              if (!e || e.position <= last) continue;
+              last = e.position;
+              delay = backoff.first;
+              yield e;
+            }
+            if (closed || self.closed) return;
+            self.options.log?.('warn', 'event store: subscription ended; resubscribing', { after: last });
+          } catch (err) {
+            if (closed || self.closed) return;
+            self.options.log?.('warn', 'event store: subscription dropped; resubscribing', { after: last, err: String(err) });
+          } finally {
+            void sub.unsubscribe().catch(() => {});
+          }
+          await new Promise<void>((resolve) => {
+            const t = setTimeout(resolve, delay);
+            wake = () => {
+              clearTimeout(t);
+              resolve();
+            };
+          });
+          wake = null;
+          delay = Math.min(backoff.max, delay * 2);
+        }
+      } finally {
+        close();
+      }
+    }
+
+    const it = iterate();
+    return { close, [Symbol.asyncIterator]: () => it };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const close of [...this.subscriptions]) close();
+    await this.client.dispose();
+  }
+
+  private assertOpen() {
+    if (this.closed) throw new Error('event store is closed');
+  }
+}
+
+function streamState(expected: ExpectedRevision): 'any' | 'no_stream' | 'stream_exists' | bigint {
+  return typeof expected === 'number' ? BigInt(expected) : expected;
+}
+
+async function assertServerVersion(client: KurrentDBClient): Promise<void> {
+  // The client knows the server's version from ServerFeatures; it keeps it behind a protected getter.
+  const features = await (client as unknown as { capabilities: Promise<{ serverVersion: string }> }).capabilities;
+  if (!atLeast(features.serverVersion, MIN_SERVER_VERSION)) {
+    throw new Error(
+      `EVENTSTORE_URL: KurrentDB ${MIN_SERVER_VERSION.replace(/\.0$/, '')} or newer is required (multi-stream append); the server reports version ${features.serverVersion}`,
+    );
+  }
+}
+
+/** `version` (e.g. "25.1.0.1234-rc") is at least `min` (major.minor.patch); "unknown" is not. */
+export function atLeast(version: string, min: string): boolean {
+  const m = /^(\d+)\.(\d+)(?:\.(\d+))?/.exec(version.trim());
+  if (!m) return false;
+  const have = [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)];
+  const need = min.split('.').map(Number);
+  for (let i = 0; i < 3; i++) if (have[i] !== need[i]) return have[i]! > (need[i] ?? 0);
+  return true;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
