@@ -1,6 +1,6 @@
 /** Answers of CONTRACT section 12: one call's story, the reports, and the dashboard and agents as they were. */
 import type { Context } from '../context.js';
-import type { AuthUser } from '../http/auth/authenticator.js';
+import type { AuthUser } from '../domain/auth-user.js';
 import type { CallDoc, CallStatsDoc, QueuedCallerDoc } from '../projections/calls.js';
 import type { AgentDoc } from '../projections/agents.js';
 import type { ServiceDoc } from '../projections/services.js';

@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { normalize, pick, toJsonSchema, type ParamSpecs, type Params } from './params.js';
 import { invalid } from '../domain/errors.js';
-import type { AuthUser } from './auth/authenticator.js';
+import type { AuthUser } from '../domain/auth-user.js';
 import type { Context } from '../context.js';
 import { idempotent } from './idempotency.js';
 

@@ -1,6 +1,6 @@
 /** Tenant scope (CONTRACT section 4): a service must be one of the user's. */
 import { forbidden, invalid } from '../domain/errors.js';
-import type { AuthUser } from './auth/authenticator.js';
+import type { AuthUser } from '../domain/auth-user.js';
 
 /** The service a request acts on: the given id if the user holds it, else the user's first service. */
 export function scopeService(user: AuthUser, svcId: number | undefined, name = 'svc-id', required = false): number {

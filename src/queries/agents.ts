@@ -1,6 +1,6 @@
 /** Reading agents: the agent record of the spec, lookups by number or SIP, and the scope rules of CONTRACT section 4. */
 import type { Context } from '../context.js';
-import type { AuthUser } from '../http/auth/authenticator.js';
+import type { AuthUser } from '../domain/auth-user.js';
 import { forbidden, invalid, notFound } from '../domain/errors.js';
 import { isFree } from '../commands/agent/agent.js';
 import { agentKey, type AgentDoc } from '../projections/agents.js';

@@ -1,6 +1,6 @@
 /** Reading calls: tenant-checked lookup and the spec's call summary item. */
 import type { Context } from '../context.js';
-import type { AuthUser } from '../http/auth/authenticator.js';
+import type { AuthUser } from '../domain/auth-user.js';
 import type { CallDoc } from '../projections/calls.js';
 import { notFound } from '../domain/errors.js';
 import { summaryTime } from '../domain/time.js';

@@ -1,6 +1,6 @@
 /** The dashboard object of the spec, from the agents, services and call read models. */
 import type { Context } from '../context.js';
-import type { AuthUser } from '../http/auth/authenticator.js';
+import type { AuthUser } from '../domain/auth-user.js';
 import type { ServiceDoc } from '../projections/services.js';
 import { dashboardStatus, isFree } from '../commands/agent/agent.js';
 import { dayOf } from '../domain/time.js';

@@ -12,16 +12,8 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { ReadStore } from '../../gateways/read-store/port.js';
 import { hashPassword, verifyPassword } from '../../domain/password.js';
 import type { UserDoc, UsernameDoc } from '../../projections/users.js';
+import type { AuthUser } from '../../domain/auth-user.js';
 
-export interface AuthUser {
-  id: number;
-  username: string;
-  name: string;
-  admin: boolean;
-  agentId: number | null;
-  services: number[];
-  customer: string;
-}
 
 const MAX_ENTRIES = 10_000;
 

@@ -5,117 +5,21 @@ import { TRUE, json, obj, uuid, actionResult } from '../answers.js';
 import { randomUUID } from 'node:crypto';
 import { scheduleDecider } from '../../commands/schedule/schedule.js';
 import { scopeService } from '../scope.js';
+import { namedAgent, outboundRequest } from '../call-request.js';
 import type { Context } from '../../context.js';
-import type { AuthUser } from '../auth/authenticator.js';
+import type { AuthUser } from '../../domain/auth-user.js';
 import { handleCommand } from '../../commands/decider.js';
-import { callDecider, type CallCommand, type CallStartedData } from '../../commands/call/call.js';
-import { isFree } from '../../commands/agent/agent.js';
+import { callDecider, type CallCommand } from '../../commands/call/call.js';
+import { freeAgent, placeOutboundCall } from '../../commands/call/place.js';
 import { streams } from '../../domain/streams.js';
 import { conflict, forbidden, invalid, notFound } from '../../domain/errors.js';
-import { dayOf } from '../../domain/time.js';
 import type { ServiceDoc } from '../../projections/services.js';
-import { findAgent, getAgent, targetAgent } from '../../queries/agents.js';
+import { findAgent } from '../../queries/agents.js';
 import { callFor } from '../../queries/calls.js';
-import { newCallId } from '../../workers/call-flow/manager.js';
 import { doNotCall } from '../../queries/compliance.js';
 import { doNotCallMessage } from '../../domain/do-not-call.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-export interface PlaceCall {
-  svcId: number;
-  number: string;
-  origin: CallStartedData['origin'];
-  namedAgentId: number | null;
-  agentFirst: boolean;
-  recording: boolean;
-  msgToAgent?: string;
-  countryCode?: string;
-  skillId?: number | null;
-  wrapUp?: boolean;
-  userId: number | null;
-  source?: Record<string, unknown> | null;
-  xnid?: string;
-}
-
-/** Appends CallStarted for an outbound call; the call-flow worker dials it. */
-export async function placeOutboundCall(ctx: Context, c: PlaceCall): Promise<{ xnid: string; position: number }> {
-  const data = await outboundCallStarted(ctx, c);
-  const r = await handleCommand(ctx.events, streams.call(data.xnid), callDecider, { type: 'Start', data });
-  return { xnid: data.xnid, position: r.position };
-}
-
-/** The CallStarted event of an outbound call. */
-export async function outboundCallStarted(ctx: Context, c: PlaceCall): Promise<CallStartedData> {
-  const service = await ctx.reads.get<ServiceDoc>('services', String(c.svcId));
-  if (!service) throw notFound(`service ${c.svcId} not found`);
-  const xnid = c.xnid ?? newCallId();
-  const time = ctx.now();
-  const data: CallStartedData = {
-    xnid,
-    svcId: c.svcId,
-    direction: 'Outbound',
-    origin: c.origin,
-    customerNumber: c.number,
-    did: service.dids[0] ?? '',
-    data: '',
-    recording: c.recording,
-    timezone: service.timezone,
-    day: dayOf(time, service.timezone),
-    agentFirst: c.agentFirst,
-    namedAgentId: c.namedAgentId,
-    skillId: c.skillId ?? null,
-    msgToAgent: c.msgToAgent ?? '',
-    countryCode: c.countryCode ?? '',
-    userId: c.userId,
-    blocked: false,
-    wrapUp: c.wrapUp ?? false,
-    source: c.source ?? null,
-    time,
-  };
-  return data;
-}
-
-export interface OutboundParams {
-  number: string;
-  serviceId?: number;
-  agentSip?: string;
-  agentNumber?: string;
-  agentDialFirst?: boolean;
-  recording?: boolean;
-  msgToAgent?: string;
-  countryCode?: string;
-  skillId?: number;
-}
-
-/** The agent a call names: one picked by sip or number (admin; agents only themselves), else the caller's own agent. */
-async function namedAgent(ctx: Context, user: AuthUser, svcId: number, agentSip?: string, agentNumber?: string): Promise<number | null> {
-  if (agentSip !== undefined || agentNumber !== undefined) return (await targetAgent(ctx, user, svcId, { agentSip, agentNumber })).agentId;
-  return !user.admin && user.agentId !== null ? user.agentId : null;
-}
-
-/**
- * What `POST /calls` places for these credentials (CONTRACT section 5): a named agent (admin names one;
- * agent credentials name themselves) is dialled first unless agent-dial-first says otherwise, and must
- * be free (409). click2call places the very same call.
- */
-export async function outboundRequest(ctx: Context, user: AuthUser, p: OutboundParams): Promise<PlaceCall> {
-  const svcId = scopeService(user, p.serviceId, 'service-id');
-  const namedAgentId = await namedAgent(ctx, user, svcId, p.agentSip, p.agentNumber);
-  if (namedAgentId !== null) await freeTarget(ctx, svcId, namedAgentId, 'agent');
-  return {
-    svcId,
-    number: p.number,
-    origin: 'api',
-    namedAgentId,
-    agentFirst: p.agentDialFirst ?? namedAgentId !== null,
-    recording: p.recording ?? true,
-    msgToAgent: p.msgToAgent,
-    countryCode: p.countryCode ?? '',
-    skillId: p.skillId ?? null,
-    userId: user.id,
-  };
-}
 
 /** A command on an existing call the user may act on; answers after the read models show it. */
 async function callCommand(ctx: Context, user: AuthUser, xnid: string, command: CallCommand) {
@@ -127,13 +31,6 @@ async function callCommand(ctx: Context, user: AuthUser, xnid: string, command: 
 /** The acting agent named by `agent-id`: agent credentials may name only themselves. */
 function actingAgent(user: AuthUser, agentId: number) {
   if (!user.admin && user.agentId !== agentId) throw forbidden('agent credentials may act on their own agent only');
-}
-
-async function freeTarget(ctx: Context, svcId: number, agentId: number, name: string) {
-  const agent = await getAgent(ctx, svcId, agentId);
-  if (!agent) throw notFound(`${name}: no agent ${agentId} in service ${svcId}`);
-  if (!isFree(agent, ctx.now())) throw conflict(`agent ${agentId} is busy`);
-  return agent;
 }
 
 export const callRoutes: RouteRegistrar = (app, ctx) => {
@@ -256,7 +153,7 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
       actingAgent(user, p['agent-id']);
       const call = await callFor(ctx, user, p['call-id']);
       if (p['to-agent-id'] === p['agent-id']) throw invalid('to-agent-id must be another agent');
-      await freeTarget(ctx, call.svcId, p['to-agent-id'], 'to-agent-id');
+      await freeAgent(ctx, call.svcId, p['to-agent-id'], 'to-agent-id');
       await callCommand(ctx, user, call.xnid, { type: 'RequestTransfer', fromAgentId: p['agent-id'], toAgentId: p['to-agent-id'], mode, time: ctx.now() });
       return true;
     },
@@ -278,7 +175,7 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
       actingAgent(user, p['agent-id']);
       const call = await callFor(ctx, user, p.xnid);
       await findAgent(ctx, call.svcId, { agentId: p['agent-id'] });
-      await freeTarget(ctx, call.svcId, p.toagentid, 'toagentid');
+      await freeAgent(ctx, call.svcId, p.toagentid, 'toagentid');
       await callCommand(ctx, user, call.xnid, { type: 'RequestAddLeg', byAgentId: p['agent-id'], toAgentId: p.toagentid, time: ctx.now() });
       return { isError: false, callTxnId: call.xnid };
     },

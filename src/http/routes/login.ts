@@ -3,7 +3,7 @@ import type { RouteRegistrar } from './index.js';
 import { defineRoute } from '../route.js';
 import { json, arrayOf, int, loginInfoSchema } from '../answers.js';
 import { scopeService } from '../scope.js';
-import type { AuthUser } from '../auth/authenticator.js';
+import type { AuthUser } from '../../domain/auth-user.js';
 
 const loginInfo = (user: AuthUser, serviceId: number) => ({
   agentId: user.agentId,

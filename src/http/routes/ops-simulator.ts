@@ -10,7 +10,7 @@ import { invalid, notFound } from '../../domain/errors.js';
 import { dayOf } from '../../domain/time.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import type { CallDoc, MeteringDoc } from '../../projections/calls.js';
-import { newCallId } from '../../workers/call-flow/manager.js';
+import { newCallId } from '../../commands/call/place.js';
 import { OUTBOX, type OutboxEntry } from '../../gateways/sms/simulator.js';
 
 

@@ -13,7 +13,7 @@ import type { RouteRegistrar } from './index.js';
 import { defineRoute } from '../route.js';
 import { TRUE, json, arrayOf, subscriberRecord } from '../answers.js';
 import { scopeService } from '../scope.js';
-import type { AuthUser } from '../auth/authenticator.js';
+import type { AuthUser } from '../../domain/auth-user.js';
 import type { Context } from '../../context.js';
 import { handleCommand } from '../../commands/decider.js';
 import { DEFAULT_EVENT_MASK, SUBSCRIBER_CHANNEL_TYPES, parseEventMask, subscriberDecider } from '../../commands/subscriber/subscriber.js';

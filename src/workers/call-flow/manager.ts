@@ -8,7 +8,6 @@
  * time; the aggregate decides every step, so a step replayed or raced changes nothing twice. At start
  * it ends the calls a previous process left open (the switch lost their legs) and frees their agents.
  */
-import { randomUUID } from 'node:crypto';
 import type { Context } from '../../context.js';
 import type { RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
 import type { Switch, SwitchSignal } from '../../gateways/switch/port.js';
@@ -489,5 +488,3 @@ export class CallFlow {
     }
   }
 }
-
-export const newCallId = () => randomUUID();

@@ -21,7 +21,7 @@ import type { CallEndedData } from '../../domain/call-events.js';
 import { streams } from '../../domain/streams.js';
 import type { CampaignDoc, ContactDoc } from '../../projections/campaigns.js';
 import type { CallDoc } from '../../projections/calls.js';
-import { outboundCallStarted } from '../../http/routes/calls.js';
+import { outboundCallStarted } from '../../commands/call/place.js';
 import { freeAgents } from '../../queries/agents.js';
 import { callableFrom, doNotCall } from '../../queries/compliance.js';
 import type { DoNotCallReason } from '../../domain/do-not-call.js';

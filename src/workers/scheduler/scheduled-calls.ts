@@ -13,7 +13,7 @@ import { scheduleDecider, type CallScheduledData, type ScheduleState } from '../
 import type { CallEndedData } from '../../domain/call-events.js';
 import type { CallStartedData } from '../../commands/call/call.js';
 import { streams } from '../../domain/streams.js';
-import { outboundCallStarted } from '../../http/routes/calls.js';
+import { outboundCallStarted } from '../../commands/call/place.js';
 import { follow, type Follower } from '../follower.js';
 import { callableFrom, doNotCall } from '../../queries/compliance.js';
 import type { ServiceDoc } from '../../projections/services.js';
