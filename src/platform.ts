@@ -208,7 +208,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
         {
           async start() {
             await callFlow!.start();
-            await startSmsSender(ctx);
+            followers.push(await startSmsSender(ctx));
             followers.push(await startScheduledCalls(ctx));
             await dialer!.start();
             delivery = await startDeliveryWorker(ctx);

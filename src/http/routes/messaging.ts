@@ -5,13 +5,9 @@ import { TRUE, json, textAnswer, actionResult } from '../answers.js';
 import { scopeService } from '../scope.js';
 import { issueOtp, verifyOtp } from '../../commands/otp/service.js';
 import { streams } from '../../domain/streams.js';
-import { invalid } from '../../domain/errors.js';
 import { outboundRequest } from '../call-request.js';
 import { outboundCallStarted } from '../../commands/call/place.js';
-import { handleCommand } from '../../commands/decider.js';
-import { smsDecider } from '../../commands/sms/sms.js';
-import { smsJob } from '../../workers/sms/sender.js';
-import { randomUUID } from 'node:crypto';
+import { requestSms } from '../../commands/sms/request.js';
 
 export const messagingRoutes: RouteRegistrar = (app, ctx) => {
   defineRoute(app, ctx, {
@@ -31,25 +27,17 @@ export const messagingRoutes: RouteRegistrar = (app, ctx) => {
     },
     handler: async ({ p, user }) => {
       const svcId = scopeService(user, p['service-id'], 'service-id', true);
-      if (p.message.trim() === '') throw invalid('message must not be empty');
-      const data = {
-        id: randomUUID(),
+      const { id, position } = await requestSms(ctx, {
         svcId,
         number: p.number,
         message: p.message,
-        countryCode: p['country-code'] ?? '',
-        callTxnId: p['call-txn-id'] ?? null,
-        tries: p.tries ?? 1,
-        otp: false,
+        countryCode: p['country-code'],
+        callTxnId: p['call-txn-id'],
+        tries: p.tries,
         userId: user.id,
-        time: ctx.now(),
-      };
-      // An unreachable queue is a 503 before anything is recorded.
-      await ctx.queue.ready?.();
-      const r = await handleCommand(ctx.events, streams.sms(data.id), smsDecider, { type: 'Request', data });
-      await smsJob(ctx, data);
-      await ctx.sync.waitFor(r.position);
-      return text(data.id);
+      });
+      await ctx.sync.waitFor(position);
+      return text(id);
     },
   });
 

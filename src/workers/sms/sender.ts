@@ -1,18 +1,21 @@
 /**
- * Sends requested SMS as jobs of the `sms` queue (job id = SMS id, so a request is queued once).
- * Each try and its outcome is an event of `sms-<id>`; a failed try is retried after SMS_RETRY_MS
- * until `tries` are used up. At start, SMS still pending (a crash between the request and its
- * enqueue) are queued again; the id dedupes them.
+ * Sends requested SMS. It follows `SmsRequested` in the log (as the scheduler follows
+ * `CallScheduled`) and makes each a job of the `sms` queue (job id = SMS id, so a request is queued
+ * once, however often the event is handed over: the follower is at least once). Each try and its
+ * outcome is an event of `sms-<id>`; a failed try is retried after SMS_RETRY_MS until `tries` are
+ * used up. A crash between a request and its job costs nothing: the follower's checkpoint moves only
+ * after the job is stored, so the event is handed over again.
  */
 import type { Context } from '../../context.js';
+import type { RecordedEvent } from '../../gateways/event-store/port.js';
 import { handleCommand, loadAggregate } from '../../commands/decider.js';
 import { smsDecider, type SmsRequestedData } from '../../commands/sms/sms.js';
 import { streams } from '../../domain/streams.js';
-import type { SmsDoc } from '../../projections/sms.js';
+import { follow, type Follower } from '../follower.js';
 
 export const SMS_QUEUE = 'sms';
 
-export function smsJob(ctx: Context, sms: Pick<SmsRequestedData, 'id' | 'tries'>) {
+function smsJob(ctx: Context, sms: Pick<SmsRequestedData, 'id' | 'tries'>) {
   return ctx.queue.enqueue(SMS_QUEUE, {
     id: sms.id,
     payload: { id: sms.id },
@@ -20,7 +23,7 @@ export function smsJob(ctx: Context, sms: Pick<SmsRequestedData, 'id' | 'tries'>
   });
 }
 
-export async function startSmsSender(ctx: Context): Promise<void> {
+export async function startSmsSender(ctx: Context): Promise<Follower> {
   ctx.queue.process<{ id: string }>(
     SMS_QUEUE,
     async (job) => {
@@ -41,5 +44,10 @@ export async function startSmsSender(ctx: Context): Promise<void> {
     },
     { concurrency: 8 },
   );
-  for (const pending of await ctx.reads.find<SmsDoc>('sms', { status: 'pending' })) await smsJob(ctx, pending);
+  return follow(ctx, 'sms', ['SmsRequested'], async (e: RecordedEvent) => {
+    const d = e.data as SmsRequestedData;
+    // An OTP's SMS is sent by the request itself (its SmsSent is in the same append).
+    if (d.otp) return;
+    await smsJob(ctx, d);
+  });
 }
