@@ -13,7 +13,7 @@ import type { AuthUser } from '../domain/auth-user.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './errors.js';
 import { routes } from './routes/index.js';
 import { validationError } from './params.js';
-import { errorBodySchema } from './route.js';
+import { BODY_LIMIT, UPLOAD_LIMIT, errorBodySchema } from './route.js';
 import type { ErrorObject } from 'ajv';
 import { operatorTokenCheck } from './auth/operator-token.js';
 import { registerObservability, requestId } from './observability.js';
@@ -40,8 +40,6 @@ export interface RouteTableEntry {
   params: string[];
 }
 
-export const BODY_LIMIT = 1024 * 1024;
-export const UPLOAD_LIMIT = 10 * 1024 * 1024;
 
 /** Rate-limit key: the presented username (before its password is checked), else the client address. */
 function rateKey(req: FastifyRequest): string {

@@ -11,12 +11,18 @@ import { createHash } from 'node:crypto';
 import type { Context } from '../context.js';
 import { AppError, invalid } from '../domain/errors.js';
 import { body as errorBody, toAppError } from './errors.js';
-import type { Rendered } from './route.js';
 
 const TTL_MS = 24 * 60 * 60 * 1000;
 const COLLECTION = 'idempotency';
 const CLAIM_MS = 60_000;
 const POLL_MS = 25;
+/** A response as sent: what a repeated key answers again. */
+export interface Rendered {
+  status: number;
+  contentType: string;
+  payload: string;
+}
+
 const inFlight = new Map<string, Promise<Rendered>>();
 
 interface Stored extends Record<string, unknown> {

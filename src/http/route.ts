@@ -9,13 +9,20 @@ import { normalize, pick, toJsonSchema, type ParamSpecs, type Params } from './p
 import { invalid } from '../domain/errors.js';
 import type { AuthUser } from '../domain/auth-user.js';
 import type { Context } from '../context.js';
-import { idempotent } from './idempotency.js';
+import { idempotent, type Rendered } from './idempotency.js';
 
 /** A plain-text response (`pong`, `Success`, an id). */
 export class Text {
   constructor(readonly text: string) {}
 }
 export const text = (s: string) => new Text(s);
+
+/** Registers one resource's routes (src/http/routes/index.ts lists them all). */
+export type RouteRegistrar = (app: FastifyInstance, ctx: Context) => void;
+
+/** Request body limits: forms and JSON, and a multipart upload (contact lists). */
+export const BODY_LIMIT = 1024 * 1024;
+export const UPLOAD_LIMIT = 10 * 1024 * 1024;
 
 /** A streamed response (exports): sent as it is produced, never held whole in memory. */
 export class Streamed {
@@ -26,11 +33,7 @@ export class Streamed {
   ) {}
 }
 
-export interface Rendered {
-  status: number;
-  contentType: string;
-  payload: string;
-}
+export type { Rendered };
 
 export interface HandlerArgs<P extends ParamSpecs> {
   req: FastifyRequest;

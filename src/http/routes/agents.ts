@@ -1,5 +1,5 @@
 /** Agents: GET/PATCH /api/v1/agents, GET /api/v1/agents-free, POST /api/v1/dialer-agent-wrapup (CONTRACT sections 4, 6, 11). */
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { defineRoute, text } from '../route.js';
 import { SUCCESS, json, obj, arrayOf, int, str, agentRecordSchema } from '../answers.js';
 import { scopeService } from '../scope.js';

@@ -1,5 +1,5 @@
 /** History for analysts (CONTRACT section 12): one call, call export, agent and service reports. */
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { defineRoute, Streamed } from '../route.js';
 import { scopeService } from '../scope.js';
 import { agentReport, callDetail, serviceReport } from '../../analytics/queries.js';

@@ -1,5 +1,5 @@
 /** Calls: placing them and the control signals (hangup, transfer, add-call, whisper-spy). */
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { defineRoute, text } from '../route.js';
 import { TRUE, json, obj, uuid, actionResult } from '../answers.js';
 import { randomUUID } from 'node:crypto';

@@ -1,5 +1,5 @@
 /** GET /api/v1/dashboard and GET /api/v1/transfer-details. */
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
 import { json, dashboardAnswer, transferDetails } from '../answers.js';
 import { scopeService } from '../scope.js';

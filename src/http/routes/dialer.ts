@@ -1,9 +1,8 @@
 /** POST /api/v1/dialer: upload a campaign's contacts (.xlsx or .csv, multipart). */
-import type { RouteRegistrar } from './index.js';
-import { defineRoute, text, type UploadedFile } from '../route.js';
+import type { RouteRegistrar } from '../route.js';
+import { UPLOAD_LIMIT, defineRoute, text, type UploadedFile } from '../route.js';
 import { SUCCESS } from '../answers.js';
 import { scopeService } from '../scope.js';
-import { UPLOAD_LIMIT } from '../app.js';
 import { AppError, invalid } from '../../domain/errors.js';
 import { readContacts, SpreadsheetError, type Contact } from '../../gateways/spreadsheet/contacts.js';
 import { uploadCampaign } from '../../commands/dialer/upload.js';

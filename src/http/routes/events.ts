@@ -4,7 +4,7 @@
  * message that carried it.
  */
 import type { FastifyRequest } from 'fastify';
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { forbidden, invalid } from '../../domain/errors.js';
 import { routeSchema } from '../route.js';
 import { normalize, type ParamSpecs } from '../params.js';

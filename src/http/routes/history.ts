@@ -1,6 +1,6 @@
 /** Call history and CRM: agent-recent-calls, customer-recent-calls, customer-details. */
 import { normalizePhone } from '../../domain/phone.js';
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
 import { json, customerBasic, customerDetailed } from '../answers.js';
 import { scopeService } from '../scope.js';

@@ -1,5 +1,4 @@
-import type { FastifyInstance } from 'fastify';
-import type { Context } from '../../context.js';
+import type { RouteRegistrar } from '../route.js';
 import { pingRoutes } from './ping.js';
 import { loginRoutes } from './login.js';
 import { userRoutes } from './user.js';
@@ -20,7 +19,7 @@ import { eventRoutes } from './events.js';
 import { wallboardRoutes } from './wallboard.js';
 import { analyticsRoutes } from './analytics.js';
 
-export type RouteRegistrar = (app: FastifyInstance, ctx: Context) => void;
+export type { RouteRegistrar };
 
 /** Every resource's routes; a new resource file adds itself here. */
 export const routes: RouteRegistrar[] = [

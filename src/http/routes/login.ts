@@ -1,5 +1,5 @@
 /** GET /api/v1/login in its three forms (CONTRACT section 4). */
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
 import { json, arrayOf, int, loginInfoSchema } from '../answers.js';
 import { scopeService } from '../scope.js';

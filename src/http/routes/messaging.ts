@@ -1,5 +1,5 @@
 /** OTP (send and validate) and click2call (CONTRACT sections 3 and 8). */
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { defineRoute, text } from '../route.js';
 import { TRUE, json, textAnswer, actionResult } from '../answers.js';
 import { scopeService } from '../scope.js';

@@ -1,5 +1,5 @@
 /** GET /ops/v1/campaigns?svc-id=: each dialer campaign's progress. */
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
 import { json, arrayOf, campaignProgress } from '../answers.js';
 import type { CampaignDoc } from '../../projections/campaigns.js';

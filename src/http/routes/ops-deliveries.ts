@@ -1,5 +1,5 @@
 /** Operator view of webhook and subscriber deliveries, and redelivery of failed ones (CONTRACT sections 3, 11). */
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
 import { TRUE, json, arrayOf, deliverySchema } from '../answers.js';
 import { handleCommand } from '../../commands/decider.js';

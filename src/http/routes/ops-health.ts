@@ -2,7 +2,7 @@
  * Operations endpoints (CONTRACT section 13): liveness, readiness and Prometheus metrics.
  * Outside /api/v1 and the OpenAPI document: they are for orchestrators and scrapers.
  */
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { operatorTokenCheck } from '../auth/operator-token.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';

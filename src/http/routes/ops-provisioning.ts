@@ -1,5 +1,5 @@
 /** PUT /ops/v1/provisioning: the operator applies a provisioning document (CONTRACT section 3). */
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
 import { json, obj, int } from '../answers.js';
 import { applyProvisioning } from '../../commands/provisioning/provision.js';

@@ -1,6 +1,6 @@
 /** Operator: the simulated switch's inbound calls and hangups, and metering (CONTRACT section 3). */
 import { normalizePhone } from '../../domain/phone.js';
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
 import { TRUE, json, obj, arrayOf, int, uuid, smsSent } from '../answers.js';
 import { handleCommand } from '../../commands/decider.js';

@@ -1,4 +1,4 @@
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { defineRoute, text } from '../route.js';
 import { textAnswer } from '../answers.js';
 

@@ -1,6 +1,6 @@
 /** GET /recordings/<xnid>.wav?exp=&sig=: a call's recording at a signed, expiring URL (no credentials). */
 import type { FastifySchema } from 'fastify';
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { AppError, forbidden, notFound } from '../../domain/errors.js';
 import { simulatedRecording } from '../../domain/recording.js';
 import type { CallDoc } from '../../projections/calls.js';

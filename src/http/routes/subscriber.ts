@@ -9,7 +9,7 @@
  *   `agent-<svcId>-<agentId>` stream, which provisioning starts with `AgentProvisioned`.
  * Writes wait for the read models, so a GET right after the answer sees them.
  */
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
 import { TRUE, json, arrayOf, subscriberRecord } from '../answers.js';
 import { scopeService } from '../scope.js';

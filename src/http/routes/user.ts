@@ -1,6 +1,6 @@
 /** The caller's own user record: GET/POST /api/v1/user and POST /api/v1/user-password. */
 import { createHash } from 'node:crypto';
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
 import { TRUE, json, userRecord } from '../answers.js';
 import { handleCommand } from '../../commands/decider.js';

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { RouteRegistrar } from './index.js';
+import type { RouteRegistrar } from '../route.js';
 import { forbidden, invalid, notFound } from '../../domain/errors.js';
 import { scopeService } from '../scope.js';
 import { wallboard } from '../../queries/wallboard.js';

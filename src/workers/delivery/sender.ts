@@ -12,7 +12,7 @@ import { streams } from '../../domain/streams.js';
 import { signedHeaders } from '../../gateways/http-delivery/signing.js';
 import { postJson, type HttpPoster } from '../../gateways/http-delivery/post.js';
 import type { ServiceDoc } from '../../projections/services.js';
-import type { SubscriberDoc } from './planner.js';
+import type { SubscriberDoc } from '../../projections/subscribers.js';
 
 export const DELIVERY_QUEUE = 'deliveries';
 
