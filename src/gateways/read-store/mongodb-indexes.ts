@@ -31,8 +31,7 @@ export const FIND_SHAPES: FindShape[] = [
   { collection: 'campaigns', equal: ['svcId'], sort: ['campaignId', 1] },
   { collection: 'campaign-contacts', equal: ['svcId', 'campaignId'] },
   { collection: 'campaign-contacts', equal: ['svcId', 'campaignId', 'status', 'attempts'] },
-  // src/workers/sms/sender.ts, src/workers/call-flow/manager.ts
-  { collection: 'sms', equal: ['status'] },
+  // src/workers/call-flow/recovery.ts
   { collection: 'calls', equal: ['ended'] },
   // src/gateways/sms/simulator.ts (the simulated outbox)
   { collection: 'sim-sms', equal: [], sort: ['time', 1] },
