@@ -4,66 +4,42 @@
  * through the agent aggregate with an expected revision so no agent gets two calls, else the
  * service's queue), bridges, transfers, and ends calls.
  *
- * It owns the switch, so it runs once (role `worker`). Each call is an actor whose steps run one at a
- * time; the aggregate decides every step, so a step replayed or raced changes nothing twice. At start
- * it ends the calls a previous process left open (the switch lost their legs) and frees their agents.
+ * It owns the switch, so it runs once (role `worker`). This file is its reaction table (which event
+ * or signal leads to which step) and the steps; beside it: the per-call serial runner (serial.ts:
+ * each call's steps run one at a time; the aggregate decides every step, so a step replayed or raced
+ * changes nothing twice), the pure agent picker (agent-picker.ts) and crash recovery at start
+ * (recovery.ts: ends the calls a previous process left open and frees their agents).
  */
 import type { Context } from '../../context.js';
 import type { RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
 import type { Switch, SwitchSignal } from '../../gateways/switch/port.js';
-import { handleCommand, loadAggregate } from '../../commands/decider.js';
-import { activeLegs, callDecider, type CallCommand, type CallEvent, type CallStartedData, type CallState } from '../../commands/call/call.js';
-import { agentDecider, type AgentCommand, type AgentState } from '../../commands/agent/agent.js';
-import { streams } from '../../domain/streams.js';
-import { AppError } from '../../domain/errors.js';
+import { activeLegs, type CallCommand, type CallEvent, type CallStartedData } from '../../commands/call/call.js';
+import type { AgentCommand, AgentState } from '../../commands/agent/agent.js';
 import type { RecordingSigner } from '../../domain/recording.js';
 import type { ServiceDoc } from '../../projections/services.js';
-import type { CallDoc } from '../../projections/calls.js';
-import { freeAgents, serviceAgents } from '../../queries/agents.js';
-import type { AgentDoc } from '../../projections/agents.js';
-
-/** How long a recording URL in a webhook record stays valid. */
-export const WEBHOOK_RECORDING_TTL_MS = 7 * 24 * 3600 * 1000;
-
-interface AgentLeg {
-  agentId: number;
-  number: string;
-  name: string;
-  purpose: 'primary' | 'transfer' | 'add';
-  transfer?: { fromLeg: string | null; mode: 'BLIND' | 'ATTENDED' };
-  talked: boolean;
-}
-
-interface Actor {
-  xnid: string;
-  started: CallStartedData;
-  state: CallState;
-  seq: number;
-  customerLeg: string | null;
-  agentLegs: Map<string, AgentLeg>;
-  monitorLegs: Map<string, 'spy' | 'whisper'>;
-  /** Agents reserved for this call and not yet released. */
-  reserved: Map<number, AgentState>;
-  /** Agents that did not answer this call: not offered it again until they log in or end a break. */
-  tried: Set<number>;
-  offering: string | null;
-  ending: boolean;
-}
+import { freeAgents } from '../../queries/agents.js';
+import { SerialRunner } from './serial.js';
+import { agentsToTry, callsToOffer } from './agent-picker.js';
+import { recoverCalls } from './recovery.js';
+import { WEBHOOK_RECORDING_TTL_MS, agentCommand, callCommand } from './commands.js';
+import { allLegs, newActor, nextLegId, partyLegs, type Actor, type AgentLeg } from './actor.js';
 
 export class CallFlow {
   private readonly actors = new Map<string, Actor>();
-  private readonly chains = new Map<string, Promise<void>>();
   private subscription: Subscription | null = null;
   private loop: Promise<void> | null = null;
   private ticker: NodeJS.Timeout | null = null;
   private readonly dispatchPending = new Set<number>();
   private stopped = false;
+  private readonly steps: SerialRunner;
 
   constructor(
     private readonly ctx: Context,
     private readonly sw: Switch,
     private readonly signer: RecordingSigner,
-  ) {}
+  ) {
+    this.steps = new SerialRunner((err, xnid) => this.ctx.logger.error({ err, xnid }, 'call flow step failed'));
+  }
 
   /** Calls this process is running (for tests and shutdown). */
   get openCalls(): number {
@@ -74,7 +50,7 @@ export class CallFlow {
     this.sw.onSignal((s) => this.run(s.callId, () => this.onSignal(s)));
     const head = await this.ctx.events.headPosition();
     await this.ctx.sync.waitFor(head);
-    await this.recover();
+    await recoverCalls(this.ctx, this.signer);
     this.subscription = this.ctx.events.subscribeToAll({ after: head });
     this.loop = this.consume(this.subscription);
     // Wrap-up ends by the clock, not by an event: look at waiting callers every second.
@@ -89,13 +65,13 @@ export class CallFlow {
     if (this.ticker) clearInterval(this.ticker);
     this.subscription?.close();
     await this.loop;
-    await Promise.allSettled([...this.chains.values()]);
+    await this.steps.settled();
     await this.sw.close();
   }
 
   /** Waits until every step queued so far has run (tests). */
   async idle(): Promise<void> {
-    while (this.chains.size) await Promise.allSettled([...this.chains.values()]);
+    await this.steps.idle();
   }
 
   private async consume(sub: Subscription) {
@@ -141,36 +117,20 @@ export class CallFlow {
 
   /** Runs a step of one call after its previous steps. */
   private run(xnid: string, step: () => Promise<void>) {
-    const prev = this.chains.get(xnid) ?? Promise.resolve();
-    const next = prev
-      .then(step)
-      .catch((err) => this.ctx.logger.error({ err, xnid }, 'call flow step failed'))
-      .finally(() => {
-        if (this.chains.get(xnid) === next) this.chains.delete(xnid);
-      });
-    this.chains.set(xnid, next);
+    this.steps.run(xnid, step);
   }
 
   // --- commands -----------------------------------------------------------------------------
 
   private async call(a: Actor, command: CallCommand): Promise<CallEvent[]> {
-    try {
-      const r = await handleCommand(this.ctx.events, streams.call(a.xnid), callDecider, command);
-      a.state = r.state;
-      return r.events;
-    } catch (err) {
-      if (err instanceof AppError && err.code === 'CONFLICT') return [];
-      throw err;
-    }
+    const r = await callCommand(this.ctx, a.xnid, command);
+    if (!r) return [];
+    a.state = r.state;
+    return r.events;
   }
 
-  private async agent(svcId: number, agentId: number, command: AgentCommand): Promise<AgentState | null> {
-    try {
-      return (await handleCommand(this.ctx.events, streams.agent(svcId, agentId), agentDecider, command)).state;
-    } catch (err) {
-      if (err instanceof AppError && (err.code === 'CONFLICT' || err.code === 'NOT_FOUND')) return null;
-      throw err;
-    }
+  private agent(svcId: number, agentId: number, command: AgentCommand): Promise<AgentState | null> {
+    return agentCommand(this.ctx, svcId, agentId, command);
   }
 
   private async reserve(a: Actor, agentId: number): Promise<AgentState | null> {
@@ -184,31 +144,15 @@ export class CallFlow {
     await this.agent(a.started.svcId, agentId, { type: 'Release', xnid: a.xnid, time: this.ctx.now(), wrapUp: a.started.wrapUp });
   }
 
-  private legId(a: Actor) {
-    return `${a.xnid}:${++a.seq}`;
-  }
-
   // --- requests -----------------------------------------------------------------------------
 
   private async onStarted(started: CallStartedData) {
     if (this.actors.has(started.xnid)) return;
-    const a: Actor = {
-      xnid: started.xnid,
-      started,
-      state: { ...callDecider.initialState(), started },
-      seq: 0,
-      customerLeg: null,
-      agentLegs: new Map(),
-      monitorLegs: new Map(),
-      reserved: new Map(),
-      tried: new Set(),
-      offering: null,
-      ending: false,
-    };
+    const a = newActor(started);
     this.actors.set(a.xnid, a);
     const now = this.ctx.now();
     if (started.direction === 'Inbound') {
-      a.customerLeg = this.legId(a);
+      a.customerLeg = nextLegId(a);
       this.sw.acceptInbound(a.xnid, a.customerLeg, started.customerNumber);
       await this.call(a, { type: 'Ring', legId: a.customerLeg, role: 'customer', agentId: null, number: started.customerNumber, time: now });
       if (started.blocked) {
@@ -229,7 +173,7 @@ export class CallFlow {
       // The named agent is held for this call while the customer is rung.
       if (!(await this.reserve(a, started.namedAgentId))) return this.finish(a);
     }
-    a.customerLeg = this.legId(a);
+    a.customerLeg = nextLegId(a);
     this.sw.dial({ callId: a.xnid, legId: a.customerLeg, number: started.customerNumber, role: 'customer' });
   }
 
@@ -270,7 +214,7 @@ export class CallFlow {
   private async onMonitor(xnid: string, number: string, mode: 'spy' | 'whisper') {
     const a = this.actors.get(xnid);
     if (!a || a.ending) return;
-    const legId = this.legId(a);
+    const legId = nextLegId(a);
     a.monitorLegs.set(legId, mode);
     this.sw.dial({ callId: xnid, legId, number, role: 'monitor' });
   }
@@ -325,7 +269,7 @@ export class CallFlow {
     leg.talked = true;
     if (!a.customerLeg) {
       // Agent first: now ring the customer.
-      a.customerLeg = this.legId(a);
+      a.customerLeg = nextLegId(a);
       this.sw.dial({ callId: a.xnid, legId: a.customerLeg, number: a.started.customerNumber, role: 'customer' });
       return;
     }
@@ -372,15 +316,9 @@ export class CallFlow {
 
   /** The named agent, else free agents longest-free first, reserved one by one until one holds. */
   private async pickAgent(a: Actor): Promise<AgentState | null> {
-    const named = a.started.namedAgentId;
-    if (named !== null) return a.tried.has(named) ? null : this.reserve(a, named);
-    let candidates = (await freeAgents(this.ctx, a.started.svcId)).filter((x) => !a.tried.has(x.agentId));
-    if (a.started.skillId !== null) {
-      const skilled = candidates.filter((x) => x.skills.some((k) => k.skillId === a.started.skillId));
-      if (skilled.length) candidates = skilled;
-    }
-    for (const c of candidates) {
-      const s = await this.reserve(a, c.agentId);
+    const free = a.started.namedAgentId === null ? await freeAgents(this.ctx, a.started.svcId) : [];
+    for (const agentId of agentsToTry(a.started, free, a.tried)) {
+      const s = await this.reserve(a, agentId);
       if (s) return s;
     }
     return null;
@@ -402,7 +340,7 @@ export class CallFlow {
   }
 
   private dialAgent(a: Actor, agent: AgentState, purpose: AgentLeg['purpose'], transfer?: AgentLeg['transfer']) {
-    const legId = this.legId(a);
+    const legId = nextLegId(a);
     a.agentLegs.set(legId, { agentId: agent.agentId, number: agent.number, name: agent.name, purpose, transfer, talked: false });
     if (purpose === 'primary') a.offering = legId;
     this.sw.dial({ callId: a.xnid, legId, number: agent.number, role: 'agent' });
@@ -418,10 +356,9 @@ export class CallFlow {
 
   /** Hangs up every leg still up or ringing; false when there was none. */
   private hangupAll(a: Actor): boolean {
-    const legs = [...activeLegs(a.state).map(([id]) => id), ...a.agentLegs.keys(), ...a.monitorLegs.keys()];
     const live = new Set(this.sw.activeLegs());
     let any = false;
-    for (const id of new Set(legs)) {
+    for (const id of allLegs(a)) {
       if (live.has(id)) {
         this.sw.hangup(id);
         any = true;
@@ -433,9 +370,8 @@ export class CallFlow {
   /** Ends the call once no customer or agent leg is left; monitors are hung up first. */
   private async maybeEnd(a: Actor) {
     const live = new Set(this.sw.activeLegs());
-    const pending = [...activeLegs(a.state).map(([id]) => id), ...a.agentLegs.keys(), ...(a.customerLeg ? [a.customerLeg] : [])].filter((id) => live.has(id));
+    if (partyLegs(a, live).length > 0) return;
     const monitors = [...a.monitorLegs.keys()].filter((id) => live.has(id));
-    if (pending.length > 0) return;
     if (monitors.length > 0) {
       for (const id of monitors) this.sw.hangup(id);
       return;
@@ -455,36 +391,8 @@ export class CallFlow {
     this.dispatchPending.add(svcId);
     setImmediate(() => {
       this.dispatchPending.delete(svcId);
-      const waiting = [...this.actors.values()]
-        .filter((a) => a.started.svcId === svcId && a.state.queuedAt !== null && !a.offering && !a.ending)
-        .sort((x, y) => x.state.queuedAt! - y.state.queuedAt!);
-      for (const a of waiting) this.run(a.xnid, () => this.offerNext(a));
+      const calls = [...this.actors.values()].map((a) => ({ a, svcId: a.started.svcId, queuedAt: a.state.queuedAt, offering: a.offering !== null, ending: a.ending }));
+      for (const { a } of callsToOffer(calls, svcId)) this.run(a.xnid, () => this.offerNext(a));
     });
-  }
-
-  /** Ends calls left open by a previous process and frees their agents. */
-  private async recover() {
-    const open = await this.ctx.reads.find<CallDoc>('calls', { ended: false });
-    for (const doc of open) {
-      const { state } = await loadAggregate(this.ctx.events, streams.call(doc.xnid), callDecider);
-      if (!state.started || state.ended) continue;
-      for (const agent of await serviceAgents(this.ctx, state.started.svcId)) {
-        if (agent.call?.xnid === doc.xnid) {
-          await this.agent(agent.svcId, agent.agentId, { type: 'Release', xnid: doc.xnid, time: this.ctx.now() });
-        }
-      }
-      const now = this.ctx.now();
-      await handleCommand(this.ctx.events, streams.call(doc.xnid), callDecider, { type: 'End', time: now, recordingUrl: this.signer.url(doc.xnid, now + WEBHOOK_RECORDING_TTL_MS) });
-      this.ctx.logger.warn({ xnid: doc.xnid }, 'ended a call left open by a previous process');
-    }
-    // Every agent still held by a call that has ended (or never started) is freed, whatever left it
-    // so: only this process reserves agents, and it has no call running yet.
-    for (const agent of await this.ctx.reads.find<AgentDoc>('agents', { exists: true })) {
-      if (!agent.call) continue;
-      const { state } = await loadAggregate(this.ctx.events, streams.call(agent.call.xnid), callDecider);
-      if (state.started && !state.ended) continue;
-      await this.agent(agent.svcId, agent.agentId, { type: 'Release', xnid: agent.call.xnid, time: this.ctx.now() });
-      this.ctx.logger.warn({ svcId: agent.svcId, agentId: agent.agentId, xnid: agent.call.xnid }, 'freed an agent held by an ended call');
-    }
   }
 }

@@ -1,0 +1,37 @@
+/**
+ * Runs steps one at a time per key (a call's id) and keys side by side: the call-flow worker's steps
+ * of one call never interleave, while calls proceed independently. A step that fails is reported
+ * and the next step of that key still runs. Keys with nothing queued are forgotten.
+ */
+export class SerialRunner {
+  private readonly chains = new Map<string, Promise<void>>();
+
+  constructor(private readonly onError: (err: unknown, key: string) => void) {}
+
+  /** Queues `step` after every step queued so far under `key`. */
+  run(key: string, step: () => Promise<void>): void {
+    const prev = this.chains.get(key) ?? Promise.resolve();
+    const next = prev
+      .then(step)
+      .catch((err) => this.onError(err, key))
+      .finally(() => {
+        if (this.chains.get(key) === next) this.chains.delete(key);
+      });
+    this.chains.set(key, next);
+  }
+
+  /** Keys with steps queued or running. */
+  get busy(): number {
+    return this.chains.size;
+  }
+
+  /** Waits for the steps queued so far (not for those they queue in turn). */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.chains.values()]);
+  }
+
+  /** Waits until no step is queued or running, including steps queued meanwhile. */
+  async idle(): Promise<void> {
+    while (this.chains.size) await this.settled();
+  }
+}
