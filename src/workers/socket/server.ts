@@ -19,16 +19,16 @@
  *   names an event of the client's service in the log; anything else is `Invalid cursor`.
  * - Connections per remote address, and connections still without an accepted key, are capped:
  *   past a cap a new connection is closed at once.
+ *
+ * Framing and key syntax: protocol.ts; a connection, its key check, cursor and resumable stream:
+ * session.ts; this file accepts, caps, routes messages and fans the live events out.
  */
 import net from 'node:net';
-import type { Logger } from 'pino';
-import type { EventStore, Subscription } from '../../gateways/event-store/port.js';
-import type { ReadStore } from '../../gateways/read-store/port.js';
-import type { ReadSync } from '../../projections/read-sync.js';
-import type { ServiceDoc } from '../../projections/services.js';
+import type { Subscription } from '../../gateways/event-store/port.js';
 import { isLegEvent, toSocketEvent, type LegEventData } from '../../domain/call-events.js';
-import { decodeCursor, encodeCursor } from '../../domain/cursor.js';
-import { LineSplitter, keyMatches, parseAuth } from './protocol.js';
+import { Client, checkKey, cursorPosition, resume, type EventSocketDeps } from './session.js';
+
+export type { EventSocketDeps };
 
 export interface EventSocketOptions {
   host: string;
@@ -45,13 +45,6 @@ export interface EventSocketOptions {
   maxPendingConnections?: number;
 }
 
-export interface EventSocketDeps {
-  events: EventStore;
-  reads: ReadStore;
-  sync: ReadSync;
-  logger: Pick<Logger, 'info' | 'warn' | 'error' | 'debug'>;
-}
-
 export interface EventSocketStats {
   connected: number;
   authenticated: number;
@@ -61,30 +54,6 @@ export interface EventSocketStats {
   linesSent: number;
   /** Connections closed at once for being over a connection cap, since start. */
   refused: number;
-}
-
-type ClientState = 'awaiting-key' | 'checking-key' | 'authenticated' | 'closing';
-
-class Client {
-  state: ClientState = 'awaiting-key';
-  svcId = 0;
-  corked = false;
-  readonly splitter: LineSplitter;
-  idleTimer: NodeJS.Timeout | null = null;
-  authTimer: NodeJS.Timeout | null = null;
-  /** Messages are handled one after another (a key check is async). */
-  chain: Promise<void> = Promise.resolve();
-  /** Counted among the connections without an accepted key. */
-  pending = true;
-  /** A resumable client's own subscription (null for plain clients). */
-  stream: Subscription | null = null;
-
-  constructor(
-    readonly socket: net.Socket,
-    maxLine: number,
-  ) {
-    this.splitter = new LineSplitter(maxLine);
-  }
 }
 
 export class EventSocketServer {
@@ -310,13 +279,13 @@ export class EventSocketServer {
     }
     if (c.state === 'authenticated' || m === '') return; // nothing else is a command once in
     c.state = 'checking-key';
-    const ok = await this.checkKey(m);
+    const ok = await checkKey(this.deps, m);
     if (c.state !== 'checking-key' || c.socket.destroyed) return;
     if (!ok) return this.refuse(c, 'Unauthorized\n');
     // A resumable client: where its stream starts, checked before `Success`.
     let from: number | null = null;
     if (ok.cursor !== undefined) {
-      from = await this.cursorPosition(ok.svcId, ok.cursor);
+      from = await cursorPosition(this.deps, ok.svcId, ok.cursor);
       if (c.state !== 'checking-key' || c.socket.destroyed) return;
       if (from === null) return this.refuse(c, 'Invalid cursor\n');
     }
@@ -328,7 +297,7 @@ export class EventSocketServer {
     c.authTimer = c.idleTimer = null;
     this.sendControl(c, 'Success\n');
     if (from !== null) {
-      const run = this.resume(c, from);
+      const run = resume(this.deps, c, from, { lineSent: () => void this.counters.linesSent++, stopping: () => this.stopping });
       this.streams.add(run);
       void run.finally(() => this.streams.delete(run));
       return;
@@ -349,65 +318,6 @@ export class EventSocketServer {
     if (!c.pending) return;
     c.pending = false;
     this.pendingCount--;
-  }
-
-  private async checkKey(message: string): Promise<{ svcId: number; cursor?: string } | null> {
-    const auth = parseAuth(message);
-    // A key provisioned before this connection arrived must be seen (CONTRACT section 2).
-    await this.deps.sync.caughtUp(2000).catch(() => {});
-    const svc = auth ? await this.deps.reads.get<ServiceDoc>('services', String(auth.svcId)) : null;
-    const ok = keyMatches(auth?.key ?? message, svc?.socketKey);
-    return ok && auth ? { svcId: auth.svcId, cursor: auth.cursor } : null;
-  }
-
-  /**
-   * The log position a resumable client starts after: `now` the head, `0` the beginning, else the
-   * position a cursor names when the log holds an event of this service there (so only a cursor
-   * the server gave passes); null for anything else.
-   */
-  private async cursorPosition(svcId: number, cursor: string): Promise<number | null> {
-    if (cursor === 'now') return this.deps.events.headPosition();
-    if (cursor === '0') return 0;
-    const position = decodeCursor(svcId, cursor);
-    if (position === null || position < 1) return null;
-    const [e] = await this.deps.events.readAll({ after: position - 1, maxCount: 1 });
-    if (!e || e.position !== position || (e.data as { svcId?: unknown } | null)?.svcId !== svcId) return null;
-    return position;
-  }
-
-  /**
-   * A resumable client's stream: its own subscription from `after`, each leg event of its service
-   * with its cursor, written only once the socket has drained what was written before, so a
-   * client catching up is paced by its own reading and never cut off for the backlog.
-   */
-  private async resume(c: Client, after: number): Promise<void> {
-    const sub = this.deps.events.subscribeToAll({ after });
-    c.stream = sub;
-    const s = c.socket;
-    try {
-      for await (const e of sub) {
-        if (c.state !== 'authenticated' || s.destroyed) break;
-        if (!isLegEvent(e) || (e.data as LegEventData).svcId !== c.svcId) continue;
-        const line = JSON.stringify({ ...toSocketEvent(e), cursor: encodeCursor(c.svcId, e.position) }) + '\n';
-        this.counters.linesSent++;
-        if (!s.write(line)) {
-          await new Promise<void>((resolve) => {
-            const done = () => {
-              s.off('drain', done);
-              s.off('close', done);
-              resolve();
-            };
-            s.on('drain', done);
-            s.on('close', done);
-          });
-        }
-      }
-    } catch (err) {
-      if (!this.stopping) this.deps.logger.error({ err }, 'event socket: resumable stream failed');
-      s.destroy();
-    } finally {
-      sub.close();
-    }
   }
 
   private sendControl(c: Client, text: string): void {

@@ -1,0 +1,107 @@
+/**
+ * One event-socket connection, and what it is let in to: the key of its first message (which
+ * service), the cursor it resumes from, and a resumable client's own paced stream (CONTRACT
+ * sections 7 and 14). Framing and key syntax are in protocol.ts; the server (server.ts) accepts
+ * connections, caps them and fans the live events out.
+ */
+import type net from 'node:net';
+import type { Logger } from 'pino';
+import type { EventStore, Subscription } from '../../gateways/event-store/port.js';
+import type { ReadStore } from '../../gateways/read-store/port.js';
+import type { ReadSync } from '../../projections/read-sync.js';
+import type { ServiceDoc } from '../../projections/services.js';
+import { isLegEvent, toSocketEvent, type LegEventData } from '../../domain/call-events.js';
+import { decodeCursor, encodeCursor } from '../../domain/cursor.js';
+import { LineSplitter, keyMatches, parseAuth } from './protocol.js';
+
+export interface EventSocketDeps {
+  events: EventStore;
+  reads: ReadStore;
+  sync: ReadSync;
+  logger: Pick<Logger, 'info' | 'warn' | 'error' | 'debug'>;
+}
+
+export type ClientState = 'awaiting-key' | 'checking-key' | 'authenticated' | 'closing';
+
+/** A connection and where it is in the protocol. */
+export class Client {
+  state: ClientState = 'awaiting-key';
+  svcId = 0;
+  corked = false;
+  readonly splitter: LineSplitter;
+  idleTimer: NodeJS.Timeout | null = null;
+  authTimer: NodeJS.Timeout | null = null;
+  /** Messages are handled one after another (a key check is async). */
+  chain: Promise<void> = Promise.resolve();
+  /** Counted among the connections without an accepted key. */
+  pending = true;
+  /** A resumable client's own subscription (null for plain clients). */
+  stream: Subscription | null = null;
+
+  constructor(
+    readonly socket: net.Socket,
+    maxLine: number,
+  ) {
+    this.splitter = new LineSplitter(maxLine);
+  }
+}
+
+/** The service a first message's key opens (and the cursor it resumes from), or null. */
+export async function checkKey(deps: EventSocketDeps, message: string): Promise<{ svcId: number; cursor?: string } | null> {
+  const auth = parseAuth(message);
+  // A key provisioned before this connection arrived must be seen (CONTRACT section 2).
+  await deps.sync.caughtUp(2000).catch(() => {});
+  const svc = auth ? await deps.reads.get<ServiceDoc>('services', String(auth.svcId)) : null;
+  const ok = keyMatches(auth?.key ?? message, svc?.socketKey);
+  return ok && auth ? { svcId: auth.svcId, cursor: auth.cursor } : null;
+}
+
+/**
+ * The log position a resumable client starts after: `now` the head, `0` the beginning, else the
+ * position a cursor names when the log holds an event of this service there (so only a cursor
+ * the server gave passes); null for anything else.
+ */
+export async function cursorPosition(deps: EventSocketDeps, svcId: number, cursor: string): Promise<number | null> {
+  if (cursor === 'now') return deps.events.headPosition();
+  if (cursor === '0') return 0;
+  const position = decodeCursor(svcId, cursor);
+  if (position === null || position < 1) return null;
+  const [e] = await deps.events.readAll({ after: position - 1, maxCount: 1 });
+  if (!e || e.position !== position || (e.data as { svcId?: unknown } | null)?.svcId !== svcId) return null;
+  return position;
+}
+
+/**
+ * A resumable client's stream: its own subscription from `after`, each leg event of its service
+ * with its cursor, written only once the socket has drained what was written before, so a
+ * client catching up is paced by its own reading and never cut off for the backlog.
+ */
+export async function resume(deps: EventSocketDeps, c: Client, after: number, hooks: { lineSent(): void; stopping(): boolean }): Promise<void> {
+  const sub = deps.events.subscribeToAll({ after });
+  c.stream = sub;
+  const s = c.socket;
+  try {
+    for await (const e of sub) {
+      if (c.state !== 'authenticated' || s.destroyed) break;
+      if (!isLegEvent(e) || (e.data as LegEventData).svcId !== c.svcId) continue;
+      const line = JSON.stringify({ ...toSocketEvent(e), cursor: encodeCursor(c.svcId, e.position) }) + '\n';
+      hooks.lineSent();
+      if (!s.write(line)) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            s.off('drain', done);
+            s.off('close', done);
+            resolve();
+          };
+          s.on('drain', done);
+          s.on('close', done);
+        });
+      }
+    }
+  } catch (err) {
+    if (!hooks.stopping()) deps.logger.error({ err }, 'event socket: resumable stream failed');
+    s.destroy();
+  } finally {
+    sub.close();
+  }
+}
