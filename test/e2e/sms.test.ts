@@ -3,6 +3,10 @@ import { startServer, type TestServer } from '../support/server.js';
 import { teamDoc } from '../support/fixtures.js';
 import { eventually } from '../support/wait.js';
 import type { OutgoingSms, SmsGateway } from '../../src/gateways/sms/port.js';
+import { randomUUID } from 'node:crypto';
+import { handleCommand } from '../../src/commands/decider.js';
+import { smsDecider } from '../../src/commands/sms/sms.js';
+import { streams } from '../../src/domain/streams.js';
 
 describe('send-sms through the simulator outbox', () => {
   let s: TestServer;
@@ -27,6 +31,16 @@ describe('send-sms through the simulator outbox', () => {
     expect(sent).toEqual({ id, svcId: 101, number: '9876543210', message: 'Your ticket 42 is closed', time: expect.any(Number) });
     const types = (await s.platform.ctx.events.readStream(`sms-${id}`)).map((e) => e.type);
     expect(types).toEqual(['SmsRequested', 'SmsSent']);
+  });
+
+  it('sends an SmsRequested found in the log that nobody queued (a crash right after the append)', async () => {
+    const id = randomUUID();
+    const data = { id, svcId: 101, number: '9876500001', message: 'from the log', countryCode: '', callTxnId: null, tries: 1, otp: false, userId: 1, time: Date.now() };
+    await handleCommand(s.platform.ctx.events, streams.sms(id), smsDecider, { type: 'Request', data });
+    await eventually(async () => {
+      const box = await (await s.ops('/ops/v1/simulator/sms?number=9876500001')).json();
+      return box.some((m: { id: string }) => m.id === id);
+    }, 'the SMS in the outbox');
   });
 
   it('refuses bad input with 400 naming the parameter', async () => {
