@@ -3,8 +3,6 @@
  * and CallEnded, which carries the finished call's webhook record. The call aggregate appends them to
  * `call-<xnid>`; the socket, subscriber deliveries and webhook deliveries only read them.
  */
-import type { RecordedEvent } from '../gateways/event-store/port.js';
-
 export const LEG_EVENT_TYPES = ['CustomerRing', 'CustomerUp', 'CustomerHangup', 'AgentRing', 'AgentUp', 'AgentHangup'] as const;
 export type LegEventType = (typeof LEG_EVENT_TYPES)[number];
 
@@ -67,15 +65,22 @@ export interface SocketCallEvent {
   type: CallDirection;
 }
 
-export function isLegEvent(e: Pick<RecordedEvent, 'type'>): boolean {
+/** A leg event (any of the six kinds), as far as the socket and the subscribers see it. */
+export interface LegEvent {
+  type: LegEventType;
+  data: LegEventData;
+}
+
+/** Whether an event is a leg event; narrows it (and its data) when it is. */
+export function isLegEvent<E extends { type: string }>(e: E): e is E & LegEvent {
   return (LEG_EVENT_TYPES as readonly string[]).includes(e.type);
 }
 
-export function toSocketEvent(e: Pick<RecordedEvent, 'type' | 'data'>): SocketCallEvent {
-  const d = e.data as unknown as LegEventData;
+export function toSocketEvent(e: LegEvent): SocketCallEvent {
+  const d = e.data;
   return {
     xnid: d.xnid,
-    event: e.type as LegEventType,
+    event: e.type,
     agent: d.agentId === null || d.agentId === undefined ? null : String(d.agentId),
     number: d.number,
     time: d.time,

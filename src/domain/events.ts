@@ -72,3 +72,11 @@ export type UserPasswordChanged = DomainEvent<'UserPasswordChanged', { userId: n
 export type UserProfileUpdated = DomainEvent<'UserProfileUpdated', { userId: number; email?: string; number?: string }>;
 
 export type UserEvent = UserProvisioned | UserPasswordChanged | UserProfileUpdated;
+
+/** A username's claim stream (`username-<name>`): who holds the name; the event store keeps it unique. */
+export type UsernameEvent =
+  | DomainEvent<'UsernameClaimed', { userId: number; username: string }>
+  | DomainEvent<'UsernameReleased', { userId: number; username: string }>;
+
+/** The recording-signing key (stream `platform-keys`), base64. */
+export type RecordingKeyCreated = DomainEvent<'RecordingKeyCreated', { key: string }>;

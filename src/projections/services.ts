@@ -1,11 +1,12 @@
 /** Read model `services`: a service's provisioned configuration, by svcId. */
 import type { ServiceProvisionedData } from '../domain/events.js';
-import type { Projection } from './projection.js';
+import { projection, type Projection } from './projection.js';
 
 export type ServiceDoc = ServiceProvisionedData & Record<string, unknown>;
 
-export const servicesProjection: Projection<ServiceDoc> = {
+export const servicesProjection: Projection<ServiceDoc> = projection({
   name: 'services',
-  keys: (e) => (e.type === 'ServiceProvisioned' ? [String((e.data as ServiceProvisionedData).svcId)] : []),
-  evolve: (_doc, e) => ({ ...(e.data as ServiceProvisionedData) }),
-};
+  canHandle: ['ServiceProvisioned'],
+  keys: (e) => [String(e.data.svcId)],
+  evolve: (_doc, e) => ({ ...e.data }),
+});

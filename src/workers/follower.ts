@@ -4,7 +4,8 @@
  * be idempotent (they enqueue jobs with ids derived from the event, or append with expected revisions).
  */
 import type { Context } from '../context.js';
-import type { RecordedEvent, Subscription } from '../gateways/event-store/port.js';
+import type { Subscription } from '../gateways/event-store/port.js';
+import { eventTypes, type EventType, type Recorded } from '../domain/platform-events.js';
 
 export interface Follower {
   /** Position of the last event read (handled, or not wanted). */
@@ -12,9 +13,10 @@ export interface Follower {
   stop(): Promise<void>;
 }
 
-export async function follow(ctx: Context, name: string, types: string[], handle: (e: RecordedEvent) => Promise<void>): Promise<Follower> {
+/** Hands `handle` the events of `types` (typed), from the checkpoint `name`. */
+export async function follow<T extends EventType>(ctx: Context, name: string, types: readonly T[], handle: (e: Recorded<T>) => Promise<void>): Promise<Follower> {
   const checkpointName = `worker:${name}`;
-  const wanted = new Set(types);
+  const wanted = eventTypes(...types);
   let position = await ctx.reads.checkpoint(checkpointName);
   let stopped = false;
   const sub: Subscription = ctx.events.subscribeToAll({ after: position });
@@ -42,7 +44,7 @@ export async function follow(ctx: Context, name: string, types: string[], handle
     try {
       for await (const e of sub) {
         if (stopped) break;
-        if (wanted.has(e.type)) {
+        if (wanted.has(e)) {
           for (let attempt = 0; ; attempt++) {
             try {
               await handle(e);

@@ -10,9 +10,9 @@
  * subscribers, which matters only if they changed between the event and its replay.
  */
 import type { Context } from '../../context.js';
-import type { RecordedEvent } from '../../gateways/event-store/port.js';
 import { follow, type Follower } from '../follower.js';
-import { LEG_EVENT_TYPES, isLegEvent, maskSelects, toSocketEvent, type CallEndedData, type LegEventData, type LegEventType } from '../../domain/call-events.js';
+import { LEG_EVENT_TYPES, maskSelects, toSocketEvent, type LegEventType } from '../../domain/call-events.js';
+import type { Recorded } from '../../domain/platform-events.js';
 import { streams } from '../../domain/streams.js';
 import { deliveryIds, type DeliveryRequestedData } from '../../commands/delivery/delivery.js';
 import type { ServiceDoc } from '../../projections/services.js';
@@ -46,7 +46,8 @@ export function subscriberWants(sub: SubscriberDoc, type: LegEventType, agentId:
 }
 
 /** What the planner reacts to. */
-const PLANNED_TYPES = ['CallEnded', ...LEG_EVENT_TYPES, 'DeliveryRequested', 'DeliveryRedeliveryRequested'];
+const PLANNED_TYPES = ['CallEnded', ...LEG_EVENT_TYPES, 'DeliveryRequested', 'DeliveryRedeliveryRequested'] as const;
+type Planned = Recorded<(typeof PLANNED_TYPES)[number]>;
 
 export class DeliveryPlanner {
   private follower: Follower | null = null;
@@ -68,19 +69,17 @@ export class DeliveryPlanner {
     await this.follower?.stop();
   }
 
-  private async handle(event: RecordedEvent): Promise<boolean> {
+  private async handle(event: Planned): Promise<boolean> {
     if (event.type === 'CallEnded') return this.planWebhook(event);
-    if (isLegEvent(event)) return this.planSubscribers(event);
     if (event.type === 'DeliveryRequested') {
-      await this.enqueue((event.data as DeliveryRequestedData).deliveryId, 0);
+      await this.enqueue(event.data.deliveryId, 0);
       return true;
     }
     if (event.type === 'DeliveryRedeliveryRequested') {
-      const d = event.data as { deliveryId: string; round: number };
-      await this.enqueue(d.deliveryId, d.round);
+      await this.enqueue(event.data.deliveryId, event.data.round);
       return true;
     }
-    return false;
+    return this.planSubscribers(event);
   }
 
   private async enqueue(deliveryId: string, round: number) {
@@ -88,8 +87,8 @@ export class DeliveryPlanner {
     await this.ctx.queue.enqueue(DELIVERY_QUEUE, { id: deliveryIds.job(deliveryId, round), payload: job, backoffMs: this.ctx.config.webhookRetryMs });
   }
 
-  private async planWebhook(event: RecordedEvent): Promise<boolean> {
-    const call = event.data as CallEndedData;
+  private async planWebhook(event: Recorded<'CallEnded'>): Promise<boolean> {
+    const call = event.data;
     if (!call.webhook) return false;
     // The read models must include everything stored up to this event (a webhook set just before the call).
     await this.ctx.sync.waitFor(event.position);
@@ -109,11 +108,11 @@ export class DeliveryPlanner {
     return true;
   }
 
-  private async planSubscribers(event: RecordedEvent): Promise<boolean> {
-    const leg = event.data as LegEventData;
+  private async planSubscribers(event: Recorded<LegEventType>): Promise<boolean> {
+    const leg = event.data;
     await this.ctx.sync.waitFor(event.position);
     const subs = await this.ctx.reads.find<SubscriberDoc>('subscribers', { svc_id: leg.svcId });
-    const wanted = subs.filter((s) => subscriberWants(s, event.type as LegEventType, leg.agentId));
+    const wanted = subs.filter((s) => subscriberWants(s, event.type, leg.agentId));
     if (wanted.length === 0) return false;
     const body = JSON.stringify(toSocketEvent(event));
     // Every subscriber's delivery in one append (one commit), however many want the event.
