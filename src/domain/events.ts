@@ -2,6 +2,13 @@
 import type { DomainEvent } from '../commands/decider.js';
 import type { CallingHours } from './calling-hours.js';
 
+/**
+ * Every type name of a union, as a list, complete and exact at compile time: a type added to the
+ * union and not here (or named here and not in it) fails to compile.
+ * `allTypes<UserEvent['type']>({ UserProvisioned: true, ... })`.
+ */
+export const allTypes = <T extends string>(names: Record<T, true>): T[] => Object.keys(names) as T[];
+
 export interface SkillDef {
   id: number;
   name: string;
@@ -72,6 +79,7 @@ export type UserPasswordChanged = DomainEvent<'UserPasswordChanged', { userId: n
 export type UserProfileUpdated = DomainEvent<'UserProfileUpdated', { userId: number; email?: string; number?: string }>;
 
 export type UserEvent = UserProvisioned | UserPasswordChanged | UserProfileUpdated;
+export const USER_EVENT_TYPES = allTypes<UserEvent['type']>({ UserProvisioned: true, UserPasswordChanged: true, UserProfileUpdated: true });
 
 /** A username's claim stream (`username-<name>`): who holds the name; the event store keeps it unique. */
 export type UsernameEvent =

@@ -19,6 +19,8 @@ import type { SmsEvent } from '../commands/sms/sms.js';
 import type { SubscriberEvent } from '../commands/subscriber/subscriber.js';
 import type { CustomerProvisioned, RecordingKeyCreated, ServiceProvisioned, UserEvent, UsernameEvent } from './events.js';
 
+export { allTypes } from './events.js';
+
 export type PlatformEvent =
   | ServiceProvisioned
   | CustomerProvisioned
@@ -61,13 +63,6 @@ export function eventTypes<T extends EventType>(...list: T[]): EventTypes<T> {
   const set = new Set<string>(list);
   return { list, has: <E extends { type: string }>(e: E): e is E & EventOf<T> => set.has(e.type) };
 }
-
-/**
- * Every type name of a union, as a list, complete and exact at compile time: a type added to the
- * union and not here (or named here and not in it) fails to compile.
- * `allTypes<AgentEvent['type']>({ AgentLoggedIn: true, ... })`.
- */
-export const allTypes = <T extends EventType>(names: Record<T, true>): T[] => Object.keys(names) as T[];
 
 /** A number field (`svcId`, `agentId`) of any event's data, for code that reads every event of the log. */
 export function numberField(e: { data: unknown }, name: 'svcId' | 'agentId'): number | undefined {

@@ -1,17 +1,11 @@
 /** Read model `customers`: CRM records by `<svcId>-<number>`. */
 import type { CustomerProvisionedData } from '../domain/events.js';
 import type { CallStartedData } from '../commands/call/call.js';
-import type { Projection } from './projection.js';
+import { projection, type Projection } from './projection.js';
 
-export interface CustomerDoc extends Record<string, unknown> {
+/** The customer as provisioned (or as first met on a call), with its latest calls. */
+export interface CustomerDoc extends Omit<CustomerProvisionedData, 'dnd'>, Pick<CallStartedData, 'countryCode'>, Record<string, unknown> {
   id: number;
-  svcId: number;
-  number: string;
-  name: string;
-  address: string;
-  note: string;
-  email: string | null;
-  countryCode: string;
   dnd: boolean;
   recentTxnIds: string[];
   updateTime: number;
@@ -29,27 +23,18 @@ export function customerId(svcId: number, number: string): number {
   return (h >>> 1) || 1;
 }
 
-export const customersProjection: Projection<CustomerDoc> = {
+export const customersProjection: Projection<CustomerDoc> = projection({
   name: 'customers',
-  keys: (e) => {
-    if (e.type === 'CustomerProvisioned') {
-      const d = e.data as CustomerProvisionedData;
-      return [customerKey(d.svcId, d.number)];
-    }
-    if (e.type === 'CallStarted') {
-      const d = e.data as CallStartedData;
-      return [customerKey(d.svcId, d.customerNumber)];
-    }
-    return [];
-  },
+  canHandle: ['CustomerProvisioned', 'CallStarted'],
+  keys: (e) => [e.type === 'CallStarted' ? customerKey(e.data.svcId, e.data.customerNumber) : customerKey(e.data.svcId, e.data.number)],
   evolve(doc, e) {
     if (e.type === 'CallStarted') {
       // A customer is created on first contact.
-      const c = e.data as CallStartedData;
+      const c = e.data;
       const base = doc ?? { id: customerId(c.svcId, c.customerNumber), svcId: c.svcId, number: c.customerNumber, name: '', address: '', note: '', email: null, countryCode: c.countryCode, dnd: false, recentTxnIds: [], updateTime: e.time };
       return { ...base, recentTxnIds: [c.xnid, ...base.recentTxnIds.filter((x) => x !== c.xnid)].slice(0, RECENT_CUSTOMER_CALLS), updateTime: e.time };
     }
-    const d = e.data as CustomerProvisionedData;
+    const d = e.data;
     return {
       id: doc?.id ?? customerId(d.svcId, d.number),
       svcId: d.svcId,
@@ -65,4 +50,4 @@ export const customersProjection: Projection<CustomerDoc> = {
       updateTime: e.time,
     };
   },
-};
+});

@@ -1,25 +1,13 @@
 /** Read models `users` (by id) and `usernames` (username -> user id), used by authentication. */
-import type { RecordedEvent } from '../gateways/event-store/port.js';
-import type { UserEvent } from '../domain/events.js';
+import { USER_EVENT_TYPES, type UserProvisionedData, type UsernameEvent } from '../domain/events.js';
 import { userDecider, type UserState } from '../commands/user/user.js';
-import type { Projection } from './projection.js';
+import { projection, type Projection } from './projection.js';
 
-export interface UserDoc extends Record<string, unknown> {
+/** The user as provisioned, by `id` (the event's `userId`), with its current password hash and profile. */
+export interface UserDoc extends Omit<UserProvisionedData, 'userId'>, Record<string, unknown> {
   id: number;
-  username: string;
-  name: string;
-  email: string;
-  number: string;
-  admin: boolean;
-  agentId: number | null;
-  services: number[];
-  customer: string;
-  passwordHash: string;
   active: boolean;
 }
-
-const isUserEvent = (e: RecordedEvent) =>
-  e.type === 'UserProvisioned' || e.type === 'UserPasswordChanged' || e.type === 'UserProfileUpdated';
 
 function toState(doc: UserDoc | null): UserState {
   const s = userDecider.initialState();
@@ -40,12 +28,13 @@ function toState(doc: UserDoc | null): UserState {
   };
 }
 
-export const usersProjection: Projection<UserDoc> = {
+export const usersProjection: Projection<UserDoc> = projection({
   name: 'users',
-  keys: (e) => (isUserEvent(e) ? [String((e.data as { userId: number }).userId)] : []),
+  canHandle: USER_EVENT_TYPES,
+  keys: (e) => [String(e.data.userId)],
   evolve(doc, e) {
     // The same evolve as the aggregate: the read model cannot drift from the decider's view.
-    const s = userDecider.evolve(toState(doc), { type: e.type, data: e.data } as UserEvent);
+    const s = userDecider.evolve(toState(doc), e);
     return {
       id: s.userId,
       username: s.username,
@@ -60,14 +49,13 @@ export const usersProjection: Projection<UserDoc> = {
       active: true,
     };
   },
-};
+});
 
-export interface UsernameDoc extends Record<string, unknown> {
-  userId: number;
-}
+export interface UsernameDoc extends Pick<UsernameEvent['data'], 'userId'>, Record<string, unknown> {}
 
-export const usernamesProjection: Projection<UsernameDoc> = {
+export const usernamesProjection: Projection<UsernameDoc> = projection({
   name: 'usernames',
-  keys: (e) => (e.type === 'UsernameClaimed' || e.type === 'UsernameReleased' ? [(e.data as { username: string }).username] : []),
-  evolve: (_doc, e) => (e.type === 'UsernameClaimed' ? { userId: (e.data as { userId: number }).userId } : null),
-};
+  canHandle: ['UsernameClaimed', 'UsernameReleased'],
+  keys: (e) => [e.data.username],
+  evolve: (_doc, e) => (e.type === 'UsernameClaimed' ? { userId: e.data.userId } : null),
+});

@@ -4,7 +4,7 @@
  * agent is an append with an expected revision: two calls can never take one agent.
  */
 import type { Decider, DomainEvent } from '../decider.js';
-import type { AgentProvisioned, AgentSkill } from '../../domain/events.js';
+import { allTypes, type AgentProvisioned, type AgentProvisionedData } from '../../domain/events.js';
 import { conflict, invalid, notFound } from '../../domain/errors.js';
 
 /** Break codes of the spec: 0 back from a break, 1..6 breaks, 7 logout; -1 means "no break" (plain login). */
@@ -39,20 +39,28 @@ export type AgentEvent =
   /** Off the call: `freeAt` is when wrap-up ends (= time when there is none). */
   | DomainEvent<'AgentReleased', Ids & { xnid: string; answered: boolean; freeAt: number }>;
 
+export const AGENT_EVENT_TYPES = allTypes<AgentEvent['type']>({
+  AgentProvisioned: true,
+  AgentLoggedIn: true,
+  AgentLoggedOut: true,
+  AgentBreakStarted: true,
+  AgentBreakEnded: true,
+  AgentNumberChanged: true,
+  AgentNameChanged: true,
+  AgentWrapUpSet: true,
+  AgentReserved: true,
+  AgentAnswered: true,
+  AgentReleased: true,
+});
+
 export interface AgentCall {
   xnid: string;
   phase: 'ringing' | 'talking';
 }
 
-export interface AgentState {
+/** The agent as provisioned (number and name as last changed), and its state now. */
+export interface AgentState extends AgentProvisionedData {
   exists: boolean;
-  svcId: number;
-  agentId: number;
-  name: string;
-  number: string;
-  sip: string;
-  countryCode: string;
-  skills: AgentSkill[];
   /** 0 logged in, 2 logged out. */
   status: 0 | 2;
   /** -1 plain login, 0 back from a break, 1..6 on a break, 7 logged out. */

@@ -1,20 +1,11 @@
 /** The user aggregate (`user-<id>`): credentials, profile, services. */
 import type { Decider } from '../decider.js';
-import type { UserEvent } from '../../domain/events.js';
+import type { UserEvent, UserProvisionedData } from '../../domain/events.js';
 import { notFound } from '../../domain/errors.js';
 
-export interface UserState {
+/** The user as provisioned (password hash included), and what provisioning and the user changed since. */
+export interface UserState extends UserProvisionedData {
   exists: boolean;
-  userId: number;
-  username: string;
-  name: string;
-  email: string;
-  number: string;
-  admin: boolean;
-  agentId: number | null;
-  services: number[];
-  customer: string;
-  passwordHash: string;
   /** The hash provisioning last set: re-provisioning the same password keeps any later change. */
   provisionedPasswordHash: string;
   /** Profile as provisioning last set it, to tell a changed document from an unchanged one. */
