@@ -1,34 +1,26 @@
 /** Read model `deliveries`: each webhook / subscriber delivery with its status and attempts, by delivery id. */
-import type { DeliveryAttemptedData, DeliveryKind, DeliveryRequestedData, DeliveryStatus } from '../commands/delivery/delivery.js';
-import { DELIVERY_EVENT_TYPES } from '../commands/delivery/delivery.js';
-import type { Projection } from './projection.js';
+import { DELIVERY_EVENT_TYPES, type DeliveryAttemptedData, type DeliveryRequestedData, type DeliveryStatus } from '../commands/delivery/delivery.js';
+import { projection, type Projection } from './projection.js';
 
-export interface DeliveryAttemptDoc {
-  at: number;
-  statusCode: number | null;
-  error: string | null;
-}
+export type DeliveryAttemptDoc = Pick<DeliveryAttemptedData, 'at' | 'statusCode' | 'error'>;
 
-export interface DeliveryDoc extends Record<string, unknown> {
+export interface DeliveryDoc extends Pick<DeliveryRequestedData, 'kind' | 'svcId' | 'url' | 'callid' | 'eventId'>, Record<string, unknown> {
+  /** The delivery id. */
   id: string;
-  kind: DeliveryKind;
-  svcId: number;
-  url: string;
-  callid?: string;
-  eventId?: string;
   status: DeliveryStatus;
   attempts: DeliveryAttemptDoc[];
   /** Epoch ms of the request; for ordering. */
   createdAt: number;
 }
 
-export const deliveriesProjection: Projection<DeliveryDoc> = {
+export const deliveriesProjection: Projection<DeliveryDoc> = projection({
   name: 'deliveries',
-  keys: (e) => (DELIVERY_EVENT_TYPES.includes(e.type) ? [(e.data as { deliveryId: string }).deliveryId] : []),
+  canHandle: DELIVERY_EVENT_TYPES,
+  keys: (e) => [e.data.deliveryId],
   evolve: (doc, e) => {
     if (e.type === 'DeliveryRequested') {
       if (doc) return doc;
-      const d = e.data as DeliveryRequestedData;
+      const d = e.data;
       return {
         id: d.deliveryId,
         kind: d.kind,
@@ -43,7 +35,7 @@ export const deliveriesProjection: Projection<DeliveryDoc> = {
     if (!doc) return null;
     switch (e.type) {
       case 'DeliveryAttempted': {
-        const a = e.data as DeliveryAttemptedData;
+        const a = e.data;
         return { ...doc, attempts: [...doc.attempts, { at: a.at, statusCode: a.statusCode, error: a.error }] };
       }
       case 'DeliverySucceeded':
@@ -52,8 +44,6 @@ export const deliveriesProjection: Projection<DeliveryDoc> = {
         return { ...doc, status: 'failed' };
       case 'DeliveryRedeliveryRequested':
         return { ...doc, status: 'pending' };
-      default:
-        return doc;
     }
   },
-};
+});

@@ -1,37 +1,31 @@
 /** Read model `sms`: each SMS's status and tries, by id. */
 import type { SmsRequestedData } from '../commands/sms/sms.js';
-import type { Projection } from './projection.js';
+import { projection, type Projection } from './projection.js';
 
-export interface SmsDoc extends Record<string, unknown> {
-  id: string;
-  svcId: number;
-  number: string;
-  tries: number;
+export interface SmsDoc extends Pick<SmsRequestedData, 'id' | 'svcId' | 'number' | 'tries'>, Record<string, unknown> {
   attempts: number;
   status: 'pending' | 'sent' | 'failed';
   requestedAt: number;
   sentAt: number | null;
 }
 
-const TYPES = new Set(['SmsRequested', 'SmsSent', 'SmsAttemptFailed', 'SmsFailed']);
-
-export const smsProjection: Projection<SmsDoc> = {
+export const smsProjection: Projection<SmsDoc> = projection({
   name: 'sms',
-  keys: (e) => (TYPES.has(e.type) ? [(e.data as { id: string }).id] : []),
+  canHandle: ['SmsRequested', 'SmsSent', 'SmsAttemptFailed', 'SmsFailed'],
+  keys: (e) => [e.data.id],
   evolve(doc, e) {
     if (e.type === 'SmsRequested') {
-      const d = e.data as SmsRequestedData;
+      const d = e.data;
       return { id: d.id, svcId: d.svcId, number: d.number, tries: d.tries, attempts: 0, status: 'pending', requestedAt: d.time, sentAt: null };
     }
     if (!doc) return doc;
-    const d = e.data as { attempt?: number; time: number };
     switch (e.type) {
       case 'SmsSent':
-        return { ...doc, attempts: d.attempt!, status: 'sent', sentAt: d.time };
+        return { ...doc, attempts: e.data.attempt, status: 'sent', sentAt: e.data.time };
       case 'SmsAttemptFailed':
-        return { ...doc, attempts: d.attempt! };
-      default:
+        return { ...doc, attempts: e.data.attempt };
+      case 'SmsFailed':
         return { ...doc, status: 'failed' };
     }
   },
-};
+});

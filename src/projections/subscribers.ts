@@ -8,16 +8,8 @@
  * - `event_mask` is the integer of the six 0/1 digits (`000010` → 10); `maskFromInteger` reverses it.
  * - `register_time` is the last (re)registration, `updated_time` the last change, both epoch ms.
  */
-import type { RecordedEvent } from '../gateways/event-store/port.js';
-import {
-  SUBSCRIBER_EVENT_TYPES,
-  maskFromInteger,
-  maskToInteger,
-  subscriberDecider,
-  type SubscriberEvent,
-  type SubscriberState,
-} from '../commands/subscriber/subscriber.js';
-import type { Projection } from './projection.js';
+import { SUBSCRIBER_EVENT_TYPES, maskFromInteger, maskToInteger, subscriberDecider, type SubscriberState } from '../commands/subscriber/subscriber.js';
+import { projection, type Projection } from './projection.js';
 
 export interface SubscriberDoc extends Record<string, unknown> {
   id: number;
@@ -38,8 +30,6 @@ export interface SubscriberDoc extends Record<string, unknown> {
 
 export const subscriberDocId = (svcId: number, agentId: number) => `${svcId}-${agentId}`;
 
-const isSubscriberEvent = (e: RecordedEvent) => (SUBSCRIBER_EVENT_TYPES as readonly string[]).includes(e.type);
-
 function toState(doc: SubscriberDoc | null): SubscriberState {
   if (!doc) return subscriberDecider.initialState();
   return {
@@ -59,16 +49,13 @@ function toState(doc: SubscriberDoc | null): SubscriberState {
   };
 }
 
-export const subscribersProjection: Projection<SubscriberDoc> = {
+export const subscribersProjection: Projection<SubscriberDoc> = projection({
   name: 'subscribers',
-  keys: (e) => {
-    if (!isSubscriberEvent(e)) return [];
-    const d = e.data as { svcId: number; agentId: number };
-    return [subscriberDocId(d.svcId, d.agentId)];
-  },
+  canHandle: SUBSCRIBER_EVENT_TYPES,
+  keys: (e) => [subscriberDocId(e.data.svcId, e.data.agentId)],
   evolve(doc, e) {
     // The aggregate's own evolve: the read model cannot drift from what the decider sees.
-    const s = subscriberDecider.evolve(toState(doc), { type: e.type, data: e.data } as SubscriberEvent);
+    const s = subscriberDecider.evolve(toState(doc), e);
     if (!s.exists) return doc;
     return {
       id: doc?.id ?? e.position,
@@ -87,4 +74,4 @@ export const subscribersProjection: Projection<SubscriberDoc> = {
       custom_event: s.customEvent,
     };
   },
-};
+});

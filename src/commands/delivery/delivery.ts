@@ -6,6 +6,7 @@
 import { v5 as uuidv5 } from 'uuid';
 import type { Decider, DomainEvent } from '../decider.js';
 import { conflict, notFound } from '../../domain/errors.js';
+import { allTypes } from '../../domain/events.js';
 
 export type DeliveryKind = 'webhook' | 'subscriber';
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
@@ -46,13 +47,13 @@ export type DeliveryRedeliveryRequested = DomainEvent<'DeliveryRedeliveryRequest
 
 export type DeliveryEvent = DeliveryRequested | DeliveryAttempted | DeliverySucceeded | DeliveryFailed | DeliveryRedeliveryRequested;
 
-export const DELIVERY_EVENT_TYPES: readonly string[] = [
-  'DeliveryRequested',
-  'DeliveryAttempted',
-  'DeliverySucceeded',
-  'DeliveryFailed',
-  'DeliveryRedeliveryRequested',
-];
+export const DELIVERY_EVENT_TYPES = allTypes<DeliveryEvent['type']>({
+  DeliveryRequested: true,
+  DeliveryAttempted: true,
+  DeliverySucceeded: true,
+  DeliveryFailed: true,
+  DeliveryRedeliveryRequested: true,
+});
 
 export interface DeliveryState {
   request: DeliveryRequestedData | null;
@@ -64,10 +65,10 @@ export interface DeliveryState {
 
 export const deliveryInitialState = (): DeliveryState => ({ request: null, status: 'pending', round: 0, attempts: 0 });
 
-export function evolveDelivery(state: DeliveryState, event: DomainEvent): DeliveryState {
+export function evolveDelivery(state: DeliveryState, event: DeliveryEvent): DeliveryState {
   switch (event.type) {
     case 'DeliveryRequested':
-      return { ...state, request: event.data as DeliveryRequestedData, status: 'pending' };
+      return { ...state, request: event.data, status: 'pending' };
     case 'DeliveryAttempted':
       return { ...state, attempts: state.attempts + 1 };
     case 'DeliverySucceeded':
@@ -75,7 +76,7 @@ export function evolveDelivery(state: DeliveryState, event: DomainEvent): Delive
     case 'DeliveryFailed':
       return { ...state, status: 'failed' };
     case 'DeliveryRedeliveryRequested':
-      return { ...state, status: 'pending', round: (event.data as { round: number }).round };
+      return { ...state, status: 'pending', round: event.data.round };
     default:
       return state;
   }

@@ -7,6 +7,7 @@
  */
 import type { Decider, DomainEvent } from '../decider.js';
 import { conflict, invalid, notFound } from '../../domain/errors.js';
+import { allTypes } from '../../domain/events.js';
 
 /** Channel types a subscriber may use (`webhook` is an alias of `http`). */
 export const SUBSCRIBER_CHANNEL_TYPES = ['http', 'webhook'] as const;
@@ -58,12 +59,12 @@ export type SubscriberMaskChanged = DomainEvent<'SubscriberMaskChanged', { svcId
 
 export type SubscriberEvent = SubscriberRegistered | SubscriberReplaced | SubscriberRegistrationToggled | SubscriberMaskChanged;
 
-export const SUBSCRIBER_EVENT_TYPES: readonly SubscriberEvent['type'][] = [
-  'SubscriberRegistered',
-  'SubscriberReplaced',
-  'SubscriberRegistrationToggled',
-  'SubscriberMaskChanged',
-];
+export const SUBSCRIBER_EVENT_TYPES = allTypes<SubscriberEvent['type']>({
+  SubscriberRegistered: true,
+  SubscriberReplaced: true,
+  SubscriberRegistrationToggled: true,
+  SubscriberMaskChanged: true,
+});
 
 export type SubscriberState =
   | { exists: false }
