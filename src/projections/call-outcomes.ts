@@ -4,51 +4,42 @@
  * `CustomerUp`, CONTRACT section 12), when an agent first answered, and its disposition. Found by
  * (`svcId`, `day`); the query sums them.
  */
-import type { RecordedEvent } from '../gateways/event-store/port.js';
 import type { CallStartedData } from '../commands/call/call.js';
-import type { CallEndedData, LegEventData } from '../domain/call-events.js';
-import type { Projection } from './projection.js';
+import type { CallEndedData } from '../domain/call-events.js';
+import { projection, type Projection } from './projection.js';
 
-export interface CallOutcomeDoc extends Record<string, unknown> {
-  svcId: number;
-  day: string;
-  direction: 'Inbound' | 'Outbound';
+export interface CallOutcomeDoc extends Pick<CallStartedData, 'svcId' | 'day' | 'direction'>, Record<string, unknown> {
   /** Epoch ms an inbound caller entered the queue; null for outbound calls and until then. */
   queuedAt: number | null;
   /** Epoch ms an agent first answered; null until then. */
   answeredAt: number | null;
-  disposition: 'answered' | 'missed' | null;
+  disposition: CallEndedData['disposition'] | null;
 }
 
-const TYPES = new Set(['CallStarted', 'CustomerUp', 'AgentUp', 'CallEnded']);
-
-export const callOutcomesProjection: Projection<CallOutcomeDoc> = {
+export const callOutcomesProjection: Projection<CallOutcomeDoc> = projection({
   name: 'call-outcomes',
-  keys(e: RecordedEvent) {
-    if (!TYPES.has(e.type)) return [];
-    if (e.type === 'CallStarted' && (e.data as CallStartedData).blocked) return [];
-    const xnid = (e.data as { xnid?: string }).xnid;
-    return xnid ? [xnid] : [];
+  canHandle: ['CallStarted', 'CustomerUp', 'AgentUp', 'CallEnded'],
+  keys(e) {
+    if (e.type === 'CallStarted' && e.data.blocked) return [];
+    return e.data.xnid ? [e.data.xnid] : [];
   },
   evolve(doc, e) {
     if (e.type === 'CallStarted') {
-      const d = e.data as CallStartedData;
+      const d = e.data;
       return { svcId: d.svcId, day: d.day, direction: d.direction, queuedAt: null, answeredAt: null, disposition: null };
     }
     // Blocked callers' calls (never started here) stay out.
     if (!doc) return doc;
     switch (e.type) {
       case 'CustomerUp':
-        return doc.direction === 'Inbound' && doc.queuedAt === null ? { ...doc, queuedAt: (e.data as LegEventData).time } : doc;
+        return doc.direction === 'Inbound' && doc.queuedAt === null ? { ...doc, queuedAt: e.data.time } : doc;
       case 'AgentUp':
-        return doc.answeredAt === null ? { ...doc, answeredAt: (e.data as LegEventData).time } : doc;
+        return doc.answeredAt === null ? { ...doc, answeredAt: e.data.time } : doc;
       case 'CallEnded':
-        return { ...doc, disposition: (e.data as CallEndedData).disposition };
-      default:
-        return doc;
+        return { ...doc, disposition: e.data.disposition };
     }
   },
-};
+});
 
 export interface TodayCounters {
   answered: number;

@@ -2,10 +2,9 @@
  * Read models of calls: `calls` (one summary per call), `call-stats` (calls begun per service and
  * day), `in-ivr` and `queued-callers` (live dashboard), `metering` (inbound, outbound, spam).
  */
-import type { RecordedEvent } from '../gateways/event-store/port.js';
-import type { CallStartedData } from '../commands/call/call.js';
-import type { CallEndedData, LegEventData } from '../domain/call-events.js';
-import type { Projection } from './projection.js';
+import type { CallEvent, CallStartedData } from '../commands/call/call.js';
+import type { CallEndedData } from '../domain/call-events.js';
+import { projection, type Projection } from './projection.js';
 
 /** Calls begun on one day in the service's timezone. */
 export interface CallStatsDoc extends Record<string, unknown> {
@@ -14,44 +13,37 @@ export interface CallStatsDoc extends Record<string, unknown> {
   obCalls: number;
 }
 
+type CallQueuedData = Extract<CallEvent, { type: 'CallQueued' }>['data'];
+
 /** A caller waiting in a queue. */
-export interface QueuedCallerDoc extends Record<string, unknown> {
-  svcId: number;
-  queueId: number;
-  number: string;
-  xnid: string;
+export interface QueuedCallerDoc extends Pick<CallQueuedData, 'svcId' | 'queueId' | 'number' | 'xnid'>, Record<string, unknown> {
   since: number;
 }
 
 export const callStatsKey = (svcId: number, day: string) => `${svcId}-${day}`;
 
-export interface CallDoc extends Record<string, unknown> {
-  xnid: string;
-  svcId: number;
-  direction: 'Inbound' | 'Outbound';
-  customerNumber: string;
-  did: string;
-  data: string;
-  timezone: string;
+type Nullable<T> = { [K in keyof T]: T[K] | null };
+
+/** One call: as started, then who took it and how it ended. */
+export interface CallDoc
+  extends Pick<CallStartedData, 'xnid' | 'svcId' | 'direction' | 'customerNumber' | 'did' | 'data' | 'timezone'>,
+    Nullable<Pick<CallEndedData, 'startTime' | 'endTime' | 'disposition' | 'agentId'>>,
+    Pick<CallEndedData, 'durationS'>,
+    Record<string, unknown> {
   requestedAt: number;
-  startTime: number | null;
-  endTime: number | null;
-  durationS: number;
-  disposition: 'answered' | 'missed' | null;
-  agentId: number | null;
   agentName: string | null;
   recording: boolean;
   ended: boolean;
 }
 
-const xnidOf = (e: RecordedEvent) => (e.data as { xnid?: string }).xnid;
-
-export const callsProjection: Projection<CallDoc> = {
+export const callsProjection: Projection<CallDoc> = projection({
   name: 'calls',
-  keys: (e) => (e.streamId.startsWith('call-') && xnidOf(e) ? [xnidOf(e)!] : []),
+  // The other call events change nothing of the summary.
+  canHandle: ['CallStarted', 'CustomerRing', 'AgentRing', 'CallBridged', 'CallEnded'],
+  keys: (e) => (e.streamId.startsWith('call-') && e.data.xnid ? [e.data.xnid] : []),
   evolve(doc, e) {
     if (e.type === 'CallStarted') {
-      const d = e.data as CallStartedData;
+      const d = e.data;
       return {
         xnid: d.xnid,
         svcId: d.svcId,
@@ -75,13 +67,11 @@ export const callsProjection: Projection<CallDoc> = {
     switch (e.type) {
       case 'CustomerRing':
       case 'AgentRing':
-        return doc.startTime === null ? { ...doc, startTime: (e.data as LegEventData).time } : doc;
-      case 'CallBridged': {
-        const d = e.data as { agentId: number; agentName: string };
-        return { ...doc, agentId: d.agentId, agentName: d.agentName };
-      }
+        return doc.startTime === null ? { ...doc, startTime: e.data.time } : doc;
+      case 'CallBridged':
+        return { ...doc, agentId: e.data.agentId, agentName: e.data.agentName };
       case 'CallEnded': {
-        const d = e.data as CallEndedData;
+        const d = e.data;
         return {
           ...doc,
           startTime: d.startTime,
@@ -93,22 +83,16 @@ export const callsProjection: Projection<CallDoc> = {
           ended: true,
         };
       }
-      default:
-        return doc;
     }
   },
-};
+});
 
-const started = (e: RecordedEvent) => (e.type === 'CallStarted' ? (e.data as CallStartedData) : null);
-
-export const callStatsProjection: Projection<CallStatsDoc> = {
+export const callStatsProjection: Projection<CallStatsDoc> = projection({
   name: 'call-stats',
-  keys: (e) => {
-    const d = started(e);
-    return d && !d.blocked ? [callStatsKey(d.svcId, d.day)] : [];
-  },
+  canHandle: ['CallStarted'],
+  keys: (e) => (e.data.blocked ? [] : [callStatsKey(e.data.svcId, e.data.day)]),
   evolve(doc, e) {
-    const d = e.data as CallStartedData;
+    const d = e.data;
     const s = doc ?? { totalCalls: 0, ibCalls: 0, obCalls: 0 };
     return {
       totalCalls: s.totalCalls + 1,
@@ -116,30 +100,29 @@ export const callStatsProjection: Projection<CallStatsDoc> = {
       obCalls: s.obCalls + (d.direction === 'Outbound' ? 1 : 0),
     };
   },
-};
+});
 
-export const inIvrProjection: Projection = {
+/** An inbound caller in the IVR. */
+export interface InIvrDoc extends Pick<CallStartedData, 'svcId'>, Record<string, unknown> {}
+
+export const inIvrProjection: Projection<InIvrDoc> = projection({
   name: 'in-ivr',
-  keys: (e) => {
-    if (e.type === 'CallStarted') {
-      const d = e.data as CallStartedData;
-      return d.direction === 'Inbound' && !d.blocked ? [d.xnid] : [];
-    }
-    // The IVR is done with a caller once the caller waits in a queue, is offered to an agent, or is gone.
-    return e.type === 'CallQueued' || e.type === 'AgentRing' || e.type === 'CallBridged' || e.type === 'CallEnded' ? [xnidOf(e)!] : [];
-  },
-  evolve: (_doc, e) => (e.type === 'CallStarted' ? { svcId: (e.data as CallStartedData).svcId } : null),
-};
+  // The IVR is done with a caller once the caller waits in a queue, is offered to an agent, or is gone.
+  canHandle: ['CallStarted', 'CallQueued', 'AgentRing', 'CallBridged', 'CallEnded'],
+  keys: (e) => (e.type !== 'CallStarted' || (e.data.direction === 'Inbound' && !e.data.blocked) ? [e.data.xnid] : []),
+  evolve: (_doc, e) => (e.type === 'CallStarted' ? { svcId: e.data.svcId } : null),
+});
 
-export const queuedCallersProjection: Projection<QueuedCallerDoc> = {
+export const queuedCallersProjection: Projection<QueuedCallerDoc> = projection({
   name: 'queued-callers',
-  keys: (e) => (e.type === 'CallQueued' || e.type === 'CallDequeued' || e.type === 'CallEnded' ? [xnidOf(e)!] : []),
+  canHandle: ['CallQueued', 'CallDequeued', 'CallEnded'],
+  keys: (e) => [e.data.xnid],
   evolve(_doc, e) {
     if (e.type !== 'CallQueued') return null;
-    const d = e.data as { svcId: number; queueId: number; number: string; xnid: string; time: number };
+    const d = e.data;
     return { svcId: d.svcId, queueId: d.queueId, number: d.number, xnid: d.xnid, since: d.time };
   },
-};
+});
 
 export interface MeteringDoc extends Record<string, unknown> {
   inbound: number;
@@ -147,16 +130,14 @@ export interface MeteringDoc extends Record<string, unknown> {
   spam: number;
 }
 
-export const meteringProjection: Projection<MeteringDoc> = {
+export const meteringProjection: Projection<MeteringDoc> = projection({
   name: 'metering',
-  keys: (e) => {
-    const d = started(e);
-    return d ? [String(d.svcId)] : [];
-  },
+  canHandle: ['CallStarted'],
+  keys: (e) => [String(e.data.svcId)],
   evolve(doc, e) {
-    const d = e.data as CallStartedData;
+    const d = e.data;
     const m = doc ?? { inbound: 0, outbound: 0, spam: 0 };
     if (d.blocked) return { ...m, spam: m.spam + 1 };
     return d.direction === 'Inbound' ? { ...m, inbound: m.inbound + 1 } : { ...m, outbound: m.outbound + 1 };
   },
-};
+});

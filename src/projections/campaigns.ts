@@ -1,7 +1,7 @@
 /** Read models of the dialer: `campaigns` (progress per campaign) and `campaign-contacts` (each contact). */
 import type { RecordedEvent } from '../gateways/event-store/port.js';
-import { campaignKey, contactKey, type CampaignEvent, type ContactEvent, type DialerContact } from '../commands/dialer/campaign.js';
-import type { Projection } from './projection.js';
+import { CAMPAIGN_EVENT_TYPES, CONTACT_EVENT_TYPES, campaignKey, contactKey, type CampaignEvent, type DialerContact } from '../commands/dialer/campaign.js';
+import { projection, type Projection } from './projection.js';
 
 export interface CampaignDoc extends Record<string, unknown> {
   svcId: number;
@@ -25,13 +25,10 @@ export interface CampaignDoc extends Record<string, unknown> {
   updatedAt: number;
 }
 
-export interface ContactDoc extends Record<string, unknown> {
-  svcId: number;
-  campaignId: number;
-  contactId: string;
+type CampaignIds = Pick<CampaignEvent['data'], 'svcId' | 'campaignId'>;
+
+export interface ContactDoc extends CampaignIds, DialerContact, Record<string, unknown> {
   seq: number;
-  number: string;
-  fields: Record<string, string>;
   attempts: number;
   status: 'pending' | 'dialling' | 'answered' | 'missed' | 'dropped' | 'skipped';
   /** Why a `skipped` contact was not dialled. */
@@ -39,19 +36,13 @@ export interface ContactDoc extends Record<string, unknown> {
   lastEndedAt: number | null;
 }
 
-type D = { svcId: number; campaignId: number; time: number };
-
-export const campaignsProjection: Projection<CampaignDoc> = {
+export const campaignsProjection: Projection<CampaignDoc> = projection({
   name: 'campaigns',
-  keys(e: RecordedEvent) {
-    if (!/^(Campaign|ContactDial|ContactSkipped$)/.test(e.type)) return [];
-    const d = e.data as D;
-    return [campaignKey(d.svcId, d.campaignId)];
-  },
-  evolve(doc, e) {
-    const d = e.data as D;
+  canHandle: [...CAMPAIGN_EVENT_TYPES, ...CONTACT_EVENT_TYPES],
+  keys: (e) => [campaignKey(e.data.svcId, e.data.campaignId)],
+  evolve(doc, ev) {
+    const d = ev.data;
     const c: CampaignDoc = doc ?? { svcId: d.svcId, campaignId: d.campaignId, endTime: 0, uploads: 0, total: 0, dialled: 0, answered: 0, missed: 0, pending: 0, skipped: 0, dnc: 0, dropped: 0, updatedAt: d.time };
-    const ev = { type: e.type, data: e.data } as CampaignEvent | ContactEvent;
     switch (ev.type) {
       case 'CampaignUploaded':
         return { ...c, endTime: ev.data.endTime, uploads: c.uploads + 1, skipped: c.skipped + ev.data.skipped, updatedAt: d.time };
@@ -73,11 +64,11 @@ export const campaignsProjection: Projection<CampaignDoc> = {
         return { ...c, dnc: (c.dnc ?? 0) + 1, pending: c.pending - 1, updatedAt: d.time };
     }
   },
-};
+});
 
 /** Index of each contact in an upload batch, computed once per event (evolve runs once per contact). */
 const batchIndex = new WeakMap<object, Map<string, number>>();
-function indexIn(e: RecordedEvent, d: { svcId: number; campaignId: number; contacts: DialerContact[] }, id: string): number {
+function indexIn(e: RecordedEvent, d: CampaignIds & { contacts: DialerContact[] }, id: string): number {
   let m = batchIndex.get(e);
   if (!m) {
     m = new Map(d.contacts.map((c, i) => [contactKey(d.svcId, d.campaignId, c.contactId), i]));
@@ -86,35 +77,31 @@ function indexIn(e: RecordedEvent, d: { svcId: number; campaignId: number; conta
   return m.get(id)!;
 }
 
-export const campaignContactsProjection: Projection<ContactDoc> = {
+export const campaignContactsProjection: Projection<ContactDoc> = projection({
   name: 'campaign-contacts',
-  keys(e: RecordedEvent) {
-    const d = e.data as D & { contactId?: string; contacts?: DialerContact[]; contactIds?: string[] };
+  canHandle: ['CampaignContactsAdded', 'CampaignPendingDropped', ...CONTACT_EVENT_TYPES],
+  keys(e) {
+    const d = e.data;
     switch (e.type) {
       case 'CampaignContactsAdded':
-        return d.contacts!.map((c) => contactKey(d.svcId, d.campaignId, c.contactId));
+        return e.data.contacts.map((c) => contactKey(d.svcId, d.campaignId, c.contactId));
       case 'CampaignPendingDropped':
-        return d.contactIds!.map((id) => contactKey(d.svcId, d.campaignId, id));
-      case 'ContactDialAttempted':
-      case 'ContactDialOutcome':
-      case 'ContactSkipped':
-        return [contactKey(d.svcId, d.campaignId, d.contactId!)];
+        return e.data.contactIds.map((id) => contactKey(d.svcId, d.campaignId, id));
       default:
-        return [];
+        return [contactKey(d.svcId, d.campaignId, e.data.contactId)];
     }
   },
-  evolve(doc, e, id) {
-    const ev = { type: e.type, data: e.data } as CampaignEvent | ContactEvent;
+  evolve(doc, ev, id) {
     switch (ev.type) {
       case 'CampaignContactsAdded': {
-        const index = indexIn(e, ev.data, id);
+        const index = indexIn(ev, ev.data, id);
         const c = ev.data.contacts[index]!;
         return {
           svcId: ev.data.svcId,
           campaignId: ev.data.campaignId,
           contactId: c.contactId,
           // Upload order: the dialer calls contacts first come, first served.
-          seq: e.position * 100_000 + index,
+          seq: ev.position * 100_000 + index,
           number: c.number,
           fields: c.fields,
           attempts: 0,
@@ -130,8 +117,6 @@ export const campaignContactsProjection: Projection<ContactDoc> = {
         return doc ? { ...doc, status: ev.data.answered ? 'answered' : ev.data.final ? 'missed' : 'pending', lastEndedAt: ev.data.time } : doc;
       case 'ContactSkipped':
         return doc ? { ...doc, status: 'skipped', skipReason: ev.data.reason } : doc;
-      default:
-        return doc;
     }
   },
-};
+});

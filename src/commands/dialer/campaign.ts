@@ -6,6 +6,7 @@
  */
 import type { Decider, DomainEvent } from '../decider.js';
 import type { DoNotCallReason } from '../../domain/do-not-call.js';
+import { allTypes } from '../../domain/events.js';
 
 export interface DialerContact {
   contactId: string;
@@ -21,6 +22,8 @@ export type CampaignEvent =
   | DomainEvent<'CampaignContactsAdded', CampaignIds & { uploadNo: number; contacts: DialerContact[] }>
   | DomainEvent<'CampaignPendingDropped', CampaignIds & { contactIds: string[] }>;
 
+export const CAMPAIGN_EVENT_TYPES = allTypes<CampaignEvent['type']>({ CampaignUploaded: true, CampaignContactsAdded: true, CampaignPendingDropped: true });
+
 type ContactIds = CampaignIds & { contactId: string };
 
 export type ContactEvent =
@@ -28,6 +31,8 @@ export type ContactEvent =
   | DomainEvent<'ContactDialOutcome', ContactIds & { attempt: number; xnid: string; answered: boolean; final: boolean }>
   /** Never dialled (again): the number is dnd or blocked (CONTRACT section 15). */
   | DomainEvent<'ContactSkipped', ContactIds & { number: string; reason: DoNotCallReason }>;
+
+export const CONTACT_EVENT_TYPES = allTypes<ContactEvent['type']>({ ContactDialAttempted: true, ContactDialOutcome: true, ContactSkipped: true });
 
 export interface ContactState {
   attempts: number;
