@@ -6,9 +6,9 @@
  * store as additive rows, written with the checkpoint in one transaction.
  */
 import type { RecordedEvent } from '../gateways/event-store/port.js';
-import type { CallStartedData } from '../commands/call/call.js';
-import type { CallEndedData, LegEventData } from '../domain/call-events.js';
+import { LEG_EVENT_TYPES, type CallEndedData } from '../domain/call-events.js';
 import type { ServiceProvisionedData } from '../domain/events.js';
+import { eventTypes, type Recorded } from '../domain/platform-events.js';
 import { splitSpan, startOf } from '../domain/zone.js';
 import {
   emptyWrite,
@@ -76,7 +76,9 @@ const newServiceHour = (): ServiceHourDelta => ({
   waits: new Map(),
 });
 
-const LOGIN_EVENTS = new Set(['AgentLoggedIn', 'AgentLoggedOut', 'AgentBreakStarted', 'AgentBreakEnded']);
+const LOGIN_EVENTS = eventTypes('AgentLoggedIn', 'AgentLoggedOut', 'AgentBreakStarted', 'AgentBreakEnded');
+/** The call events the figures count. */
+const CALL_EVENTS = eventTypes('CallStarted', ...LEG_EVENT_TYPES, 'CallEnded');
 
 export class AnalyticsModel {
   private readonly calls = new Map<string, OpenCall>();
@@ -156,8 +158,8 @@ export class AnalyticsModel {
     this.pending.position = e.position;
     this.pendingEvents++;
     for (const svcId of timelineServices(e)) this.timelineOf(svcId, e);
-    if (LOGIN_EVENTS.has(e.type)) this.applyLogin(e);
-    else if (e.streamId.startsWith('call-')) this.applyCall(e);
+    if (LOGIN_EVENTS.has(e)) this.applyLogin(e);
+    else if (e.streamId.startsWith('call-') && CALL_EVENTS.has(e)) this.applyCall(e);
     if (++this.sinceBoundary >= SNAPSHOT_EVERY) this.boundary(e);
   }
 
@@ -169,8 +171,8 @@ export class AnalyticsModel {
   }
 
   /** Login and break spans, split at local midnights, counted on the days they overlap. */
-  private applyLogin(e: RecordedEvent) {
-    const d = e.data as { svcId: number; agentId: number; time: number; code?: number };
+  private applyLogin(e: Recorded<(typeof LOGIN_EVENTS.list)[number]>) {
+    const d = e.data;
     const key = `${d.svcId}-${d.agentId}`;
     const tz = this.timezoneOf(d.svcId);
     const o = this.agents.get(key) ?? { svcId: d.svcId, agentId: d.agentId, timezone: tz, loginSince: null, breakCode: null, breakSince: null };
@@ -201,8 +203,8 @@ export class AnalyticsModel {
       case 'AgentBreakStarted':
         closeBreak();
         o.loginSince ??= t;
-        if (d.code !== undefined && d.code >= 1 && d.code <= 6) {
-          o.breakCode = d.code;
+        if (e.data.code !== undefined && e.data.code >= 1 && e.data.code <= 6) {
+          o.breakCode = e.data.code;
           o.breakSince = t;
         }
         break;
@@ -211,11 +213,11 @@ export class AnalyticsModel {
     this.pending.agentOpen.set(key, { ...o });
   }
 
-  private applyCall(e: RecordedEvent) {
-    const xnid = (e.data as { xnid?: string }).xnid;
+  private applyCall(e: Recorded<(typeof CALL_EVENTS.list)[number]>) {
+    const xnid = e.data.xnid;
     if (!xnid) return;
     if (e.type === 'CallStarted') {
-      const s = e.data as CallStartedData;
+      const s = e.data;
       const c: OpenCall = {
         svcId: s.svcId,
         timezone: s.timezone,
@@ -234,7 +236,8 @@ export class AnalyticsModel {
     }
     const c = this.calls.get(xnid);
     if (!c) return;
-    const leg = e.data as LegEventData & { legId: string };
+    if (e.type === 'CallEnded') return this.endCall(xnid, c, e.data);
+    const leg = e.data;
     switch (e.type) {
       case 'CustomerUp':
         if (c.direction === 'Inbound' && !c.blocked && c.queuedAt === null) c.queuedAt = leg.time;
@@ -263,9 +266,6 @@ export class AnalyticsModel {
         }
         break;
       }
-      case 'CallEnded':
-        this.endCall(xnid, c, e.data as CallEndedData);
-        return;
       default:
         return;
     }

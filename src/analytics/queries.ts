@@ -4,8 +4,8 @@ import type { AuthUser } from '../domain/auth-user.js';
 import type { CallDoc, CallStatsDoc, QueuedCallerDoc } from '../projections/calls.js';
 import type { AgentDoc } from '../projections/agents.js';
 import type { ServiceDoc } from '../projections/services.js';
-import type { CallEndedData, LegEventData } from '../domain/call-events.js';
 import { isLegEvent, toSocketEvent } from '../domain/call-events.js';
+import { isEvent } from '../domain/platform-events.js';
 import { streams } from '../domain/streams.js';
 import { invalid, notFound } from '../domain/errors.js';
 import { dayOf } from '../domain/time.js';
@@ -29,11 +29,11 @@ export async function callDetail(ctx: Context, user: AuthUser, xnid: string) {
   const agentIds: number[] = [];
   let record = null;
   for (const e of events) {
-    if (e.type === 'AgentRing') {
-      const id = (e.data as LegEventData).agentId;
+    if (isEvent(e, 'AgentRing')) {
+      const id = e.data.agentId;
       if (id !== null && !agentIds.includes(id)) agentIds.push(id);
     }
-    if (e.type === 'CallEnded') record = (e.data as CallEndedData).webhook;
+    if (isEvent(e, 'CallEnded')) record = e.data.webhook;
   }
   return {
     xnid: doc.xnid,

@@ -6,7 +6,7 @@
  */
 import type { RecordedEvent } from '../gateways/event-store/port.js';
 import type { Doc } from '../gateways/read-store/port.js';
-import type { UserProvisionedData } from '../domain/events.js';
+import { isEvent, numberField } from '../domain/platform-events.js';
 import type { Projection } from '../projections/projection.js';
 import { collectionOf } from '../projections/projection.js';
 import { servicesProjection } from '../projections/services.js';
@@ -33,12 +33,9 @@ const TIMELINE_PROJECTIONS: Projection<any>[] = [
 
 /** Services whose dashboard or agent list an event can change. */
 export function timelineServices(e: Pick<RecordedEvent, 'type' | 'data'>): number[] {
-  if (e.type === 'UserProvisioned') {
-    const u = e.data as UserProvisionedData;
-    return u.agentId === null ? [] : u.services;
-  }
-  const svcId = (e.data as { svcId?: unknown } | null)?.svcId;
-  if (typeof svcId !== 'number') return [];
+  if (isEvent(e, 'UserProvisioned')) return e.data.agentId === null ? [] : e.data.services;
+  const svcId = numberField(e, 'svcId');
+  if (svcId === undefined) return [];
   for (const p of TIMELINE_PROJECTIONS) if (p.keys(e as RecordedEvent).length > 0) return [svcId];
   return [];
 }
