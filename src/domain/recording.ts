@@ -6,6 +6,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { EventStore } from '../gateways/event-store/port.js';
 import { WrongExpectedRevisionError } from '../gateways/event-store/port.js';
+import { isEvent } from './platform-events.js';
 
 const KEY_STREAM = 'platform-keys';
 
@@ -13,8 +14,8 @@ const KEY_STREAM = 'platform-keys';
 export async function loadSigningKey(events: EventStore): Promise<Buffer> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const existing = await events.readStream(KEY_STREAM);
-    const found = existing.find((e) => e.type === 'RecordingKeyCreated');
-    if (found) return Buffer.from((found.data as { key: string }).key, 'base64');
+    const found = existing.find((e) => isEvent(e, 'RecordingKeyCreated'));
+    if (found) return Buffer.from(found.data.key, 'base64');
     try {
       await events.appendToStream(KEY_STREAM, [{ type: 'RecordingKeyCreated', data: { key: randomBytes(32).toString('base64') } }], { expectedRevision: 'no_stream' });
     } catch (err) {

@@ -16,6 +16,7 @@ import { hashPassword, verifyPassword } from '../../domain/password.js';
 import { fold, toDomain } from '../decider.js';
 import { userDecider } from '../user/user.js';
 import { validateProvisioning, type ProvisioningDocument } from './document.js';
+import { isEvent, type DataOf, type EventType } from '../../domain/platform-events.js';
 
 export interface ProvisioningResult {
   services: number;
@@ -26,10 +27,13 @@ export interface ProvisioningResult {
   position: number;
 }
 
-const lastOf = <D>(events: RecordedEvent[], type: string): D | undefined => {
-  for (let i = events.length - 1; i >= 0; i--) if (events[i]!.type === type) return events[i]!.data as D;
+function lastOf<T extends EventType>(events: RecordedEvent[], type: T): DataOf<T> | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i]!;
+    if (isEvent(e, type)) return e.data;
+  }
   return undefined;
-};
+}
 
 const usernameStream = (username: string) => `username-${username}`;
 
@@ -66,7 +70,7 @@ export async function applyProvisioning(store: EventStore, input: unknown, onPro
       if (u && Array.isArray(u.services)) {
         for (const svcId of u.services) {
           if (!Number.isInteger(svcId) || svcId < 1) continue;
-          const svc = lastOf<ServiceProvisionedData>(await cache.read(streams.service(svcId)), 'ServiceProvisioned');
+          const svc = lastOf(await cache.read(streams.service(svcId)), 'ServiceProvisioned');
           if (svc) serviceCustomers.set(svcId, svc.customer);
           if (Number.isInteger(u.agentId) && (u.agentId as number) > 0) {
             const agent = await cache.read(streams.agent(svcId, u.agentId as number));
@@ -83,7 +87,7 @@ export async function applyProvisioning(store: EventStore, input: unknown, onPro
   if (Array.isArray(raw.services)) {
     for (const s of raw.services) {
       if (s && Number.isInteger(s.id) && s.id > 0) {
-        const svc = lastOf<ServiceProvisionedData>(await cache.read(streams.service(s.id)), 'ServiceProvisioned');
+        const svc = lastOf(await cache.read(streams.service(s.id)), 'ServiceProvisioned');
         if (svc) serviceCustomers.set(s.id, svc.customer);
       }
     }
@@ -98,7 +102,7 @@ export async function applyProvisioning(store: EventStore, input: unknown, onPro
   let done = 0;
   const step = () => onProgress?.(++done, total);
   const appends: StreamAppend[] = [];
-  const add = async (streamId: string, type: string, data: unknown, changed: (events: RecordedEvent[]) => boolean) => {
+  const add = async <T extends EventType>(streamId: string, type: T, data: DataOf<T>, changed: (events: RecordedEvent[]) => boolean) => {
     const events = await cache.read(streamId);
     if (!changed(events)) return;
     appends.push({ streamId, events: [{ type, data }], expectedRevision: cache.expected(events) });
@@ -169,7 +173,7 @@ export async function applyProvisioning(store: EventStore, input: unknown, onPro
       services: u.services,
       customer,
     };
-    const last = lastOf<UserProvisionedData>(events, 'UserProvisioned');
+    const last = lastOf(events, 'UserProvisioned');
     const unchanged = samePassword && last && sameJson({ ...last, passwordHash: '' }, data);
     if (!unchanged) appends.push({ streamId: streams.user(u.id), events: [{ type: 'UserProvisioned', data }], expectedRevision: cache.expected(events) });
     // Usernames are unique: a claim stream per name makes the event store enforce it.
@@ -200,5 +204,5 @@ export async function applyProvisioning(store: EventStore, input: unknown, onPro
 
 function currentOwner(events: RecordedEvent[]): number | undefined {
   const last = events[events.length - 1];
-  return last?.type === 'UsernameClaimed' ? (last.data as { userId: number }).userId : undefined;
+  return last && isEvent(last, 'UsernameClaimed') ? last.data.userId : undefined;
 }

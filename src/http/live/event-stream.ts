@@ -12,7 +12,8 @@ import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { EventStore, RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
 import type { ReadStore } from '../../gateways/read-store/port.js';
-import { isLegEvent, toSocketEvent, type LegEventData } from '../../domain/call-events.js';
+import { isLegEvent, toSocketEvent, type LegEvent } from '../../domain/call-events.js';
+import { numberField } from '../../domain/platform-events.js';
 import { encodeCursor } from '../../domain/cursor.js';
 import { agentRecord } from '../../queries/agents.js';
 import { AgentRecordFolder } from './agent-records.js';
@@ -43,13 +44,13 @@ export class AgentCalls {
     private readonly agentId: number,
   ) {}
 
-  async isOn(e: RecordedEvent): Promise<boolean> {
-    const d = e.data as LegEventData;
+  async isOn(e: RecordedEvent & LegEvent): Promise<boolean> {
+    const d = e.data;
     if (d.agentId === this.agentId) return this.remember(d.xnid, true);
     const known = this.known.get(d.xnid);
     if (known !== undefined) return known;
     const earlier = e.revision > 0 ? await this.events.readStream(e.streamId, { maxCount: e.revision }) : [];
-    return this.remember(d.xnid, earlier.some((x) => isLegEvent(x) && (x.data as LegEventData).agentId === this.agentId));
+    return this.remember(d.xnid, earlier.some((x) => isLegEvent(x) && x.data.agentId === this.agentId));
   }
 
   private remember(xnid: string, on: boolean): boolean {
@@ -62,13 +63,12 @@ export class AgentCalls {
 /** The SSE message for an event, or null when the event is not for this scope. */
 export async function messageFor(e: RecordedEvent, scope: StreamScope, agents: AgentRecordFolder, calls: AgentCalls | null): Promise<string | null> {
   if (isLegEvent(e)) {
-    const d = e.data as LegEventData;
+    const d = e.data;
     if (d.svcId !== scope.svcId || (calls && !(await calls.isOn(e)))) return null;
     return `event: call\nid: ${encodeCursor(scope.svcId, e.position)}\ndata: ${JSON.stringify(toSocketEvent(e))}\n\n`;
   }
   if (isAgentStream(e)) {
-    const d = e.data as { svcId?: number; agentId?: number };
-    if (d.svcId !== scope.svcId || (scope.agentId !== null && d.agentId !== scope.agentId)) return null;
+    if (numberField(e, 'svcId') !== scope.svcId || (scope.agentId !== null && numberField(e, 'agentId') !== scope.agentId)) return null;
     const doc = await agents.after(e);
     if (!doc?.exists) return null;
     return `event: agent\nid: ${encodeCursor(scope.svcId, e.position)}\ndata: ${JSON.stringify(agentRecord(doc))}\n\n`;

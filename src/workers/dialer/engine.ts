@@ -16,8 +16,8 @@
 import type { Context } from '../../context.js';
 import type { RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
 import { handleCommand, handleStreams, loadAggregate } from '../../commands/decider.js';
-import { campaignKey, contactDecider, contactStream, type CampaignEvent, type ContactState } from '../../commands/dialer/campaign.js';
-import type { CallEndedData } from '../../domain/call-events.js';
+import { campaignKey, contactDecider, contactStream, type ContactState } from '../../commands/dialer/campaign.js';
+import { eventTypes } from '../../domain/platform-events.js';
 import { streams } from '../../domain/streams.js';
 import type { CampaignDoc, ContactDoc } from '../../projections/campaigns.js';
 import type { CallDoc } from '../../projections/calls.js';
@@ -26,6 +26,18 @@ import { freeAgents } from '../../queries/agents.js';
 import { callableFrom, doNotCall } from '../../queries/compliance.js';
 import type { DoNotCallReason } from '../../domain/do-not-call.js';
 import type { ServiceDoc } from '../../projections/services.js';
+
+/** What the dialer reacts to: uploads, calls it placed, agents becoming free. */
+const DIALER_EVENTS = eventTypes(
+  'CampaignUploaded',
+  'CampaignContactsAdded',
+  'CampaignPendingDropped',
+  'CallBridged',
+  'CallEnded',
+  'AgentLoggedIn',
+  'AgentBreakEnded',
+  'AgentReleased',
+);
 
 interface Pending {
   contactId: string;
@@ -150,31 +162,32 @@ export class DialerEngine {
   }
 
   private async onEvent(e: RecordedEvent) {
+    if (!DIALER_EVENTS.has(e)) return;
     switch (e.type) {
       case 'CampaignUploaded': {
-        const d = (e as unknown as Extract<CampaignEvent, { type: 'CampaignUploaded' }>).data;
+        const d = e.data;
         this.campaign(d.svcId, d.campaignId, d.endTime);
         return this.pace();
       }
       case 'CampaignContactsAdded': {
-        const d = (e as unknown as Extract<CampaignEvent, { type: 'CampaignContactsAdded' }>).data;
+        const d = e.data;
         const c = this.campaign(d.svcId, d.campaignId, 0);
         d.contacts.forEach((contact, i) => c.pending.set(contact.contactId, { contactId: contact.contactId, number: contact.number, attempts: 0, seq: e.position * 100_000 + i, nextAt: 0 }));
         return this.pace();
       }
       case 'CampaignPendingDropped': {
-        const d = (e as unknown as Extract<CampaignEvent, { type: 'CampaignPendingDropped' }>).data;
+        const d = e.data;
         const c = this.campaigns.get(campaignKey(d.svcId, d.campaignId));
         for (const id of d.contactIds) c?.pending.delete(id);
         return;
       }
       case 'CallBridged': {
-        const f = this.inFlight.get((e.data as { xnid: string }).xnid);
+        const f = this.inFlight.get(e.data.xnid);
         if (f) f.bridged = true;
         return this.pace();
       }
       case 'CallEnded': {
-        const d = e.data as CallEndedData;
+        const d = e.data;
         const f = this.inFlight.get(d.xnid);
         if (!f) return;
         await this.recordOutcome(this.campaigns.get(f.campaign)!, f.contactId, d.xnid, d.disposition === 'answered', d.endTime);

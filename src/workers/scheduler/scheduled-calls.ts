@@ -7,11 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Context } from '../../context.js';
-import type { RecordedEvent } from '../../gateways/event-store/port.js';
 import { handleCommand, handleStreams, loadAggregate } from '../../commands/decider.js';
-import { scheduleDecider, type CallScheduledData, type ScheduleState } from '../../commands/schedule/schedule.js';
-import type { CallEndedData } from '../../domain/call-events.js';
-import type { CallStartedData } from '../../commands/call/call.js';
+import { scheduleDecider, type ScheduleState } from '../../commands/schedule/schedule.js';
+import { isEvent } from '../../domain/platform-events.js';
 import { streams } from '../../domain/streams.js';
 import { outboundCallStarted } from '../../commands/call/place.js';
 import { follow, type Follower } from '../follower.js';
@@ -92,15 +90,16 @@ export async function startScheduledCalls(ctx: Context): Promise<Follower> {
     },
     { concurrency: 8 },
   );
-  return follow(ctx, 'scheduled-calls', ['CallScheduled', 'CallEnded'], async (e: RecordedEvent) => {
+  return follow(ctx, 'scheduled-calls', ['CallScheduled', 'CallEnded'], async (e) => {
     if (e.type === 'CallScheduled') {
-      const d = e.data as CallScheduledData;
+      const d = e.data;
       await ctx.queue.enqueue(SCHEDULE_QUEUE, { id: jobId(d.id, 1), payload: { id: d.id, attempt: 1 }, runAt: d.runAt, backoffMs: BACKOFF_MS });
       return;
     }
-    const ended = e.data as CallEndedData;
+    const ended = e.data;
     const first = (await ctx.events.readStream(streams.call(ended.xnid), { maxCount: 1 }))[0];
-    const source = (first?.data as CallStartedData | undefined)?.source as { kind?: string; id?: string; attempt?: number } | null | undefined;
+    const started = first && isEvent(first, 'CallStarted') ? first.data : undefined;
+    const source = started?.source as { kind?: string; id?: string; attempt?: number } | null | undefined;
     if (source?.kind !== 'schedule' || !source.id || !source.attempt) return;
     const answered = ended.disposition === 'answered';
     const r = await handleCommand(ctx.events, streams.schedule(source.id), scheduleDecider, { type: 'RecordOutcome', attempt: source.attempt, xnid: ended.xnid, answered, time: ctx.now() });
