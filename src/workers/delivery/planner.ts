@@ -16,19 +16,19 @@ import type { Recorded } from '../../domain/platform-events.js';
 import { streams } from '../../domain/streams.js';
 import { deliveryIds, type DeliveryRequestedData } from '../../commands/delivery/delivery.js';
 import type { ServiceDoc } from '../../projections/services.js';
+import type { SubscriberDoc as SubscriberRecord } from '../../projections/subscribers.js';
 import { DELIVERY_QUEUE, type DeliveryJob } from './sender.js';
 
 export const PLANNER_CHECKPOINT = 'delivery-planner';
 
-/** A subscriber document (read model `subscribers`, one per svc and agent). */
-export interface SubscriberDoc extends Record<string, unknown> {
+/**
+ * The fields of a subscriber document (read model `subscribers`, one per svc and agent) deliveries
+ * read; the id and the mask read tolerantly (a string id, a mask as digits or absent).
+ */
+export interface SubscriberDoc
+  extends Pick<SubscriberRecord, 'url' | 'is_registered' | 'agent_id' | 'svc_id' | 'auth_key' | 'channel_type'>,
+    Record<string, unknown> {
   id: string | number;
-  url: string;
-  is_registered: boolean;
-  agent_id: number;
-  svc_id: number;
-  auth_key: string;
-  channel_type: string;
   event_mask: number | string | null;
 }
 
