@@ -16,6 +16,7 @@ import type { Switch, SwitchSignal } from '../../gateways/switch/port.js';
 import { activeLegs, type CallCommand, type CallEvent, type CallStartedData } from '../../commands/call/call.js';
 import type { AgentCommand, AgentState } from '../../commands/agent/agent.js';
 import type { RecordingSigner } from '../../domain/recording.js';
+import { isEvent } from '../../domain/platform-events.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import { freeAgents } from '../../queries/agents.js';
 import { SerialRunner } from './serial.js';
@@ -86,32 +87,32 @@ export class CallFlow {
   }
 
   private onEvent(e: RecordedEvent) {
-    const d = e.data as { xnid?: string; svcId?: number };
+    if (!isEvent(e, 'CallStarted', 'CallHangupRequested', 'SimulatedHangupRequested', 'CallTransferRequested', 'CallLegAddRequested', 'CallMonitorRequested', 'AgentLoggedIn', 'AgentBreakEnded', 'AgentReleased')) return;
     switch (e.type) {
       case 'CallStarted':
-        return this.run(d.xnid!, () => this.onStarted(e.data as CallStartedData));
+        return this.run(e.data.xnid, () => this.onStarted(e.data));
       case 'CallHangupRequested':
-        return this.run(d.xnid!, () => this.onHangupRequested(d.xnid!));
+        return this.run(e.data.xnid, () => this.onHangupRequested(e.data.xnid));
       case 'SimulatedHangupRequested':
-        return this.run(d.xnid!, () => this.onSimulatedHangup(d.xnid!, (e.data as { party: 'customer' | 'agent' }).party));
+        return this.run(e.data.xnid, () => this.onSimulatedHangup(e.data.xnid, e.data.party));
       case 'CallTransferRequested': {
-        const t = e.data as { fromAgentId: number; toAgentId: number; mode: 'BLIND' | 'ATTENDED' };
-        return this.run(d.xnid!, () => this.onTransfer(d.xnid!, t.fromAgentId, t.toAgentId, t.mode));
+        const t = e.data;
+        return this.run(t.xnid, () => this.onTransfer(t.xnid, t.fromAgentId, t.toAgentId, t.mode));
       }
       case 'CallLegAddRequested':
-        return this.run(d.xnid!, () => this.onAddLeg(d.xnid!, (e.data as { toAgentId: number }).toAgentId));
+        return this.run(e.data.xnid, () => this.onAddLeg(e.data.xnid, e.data.toAgentId));
       case 'CallMonitorRequested': {
-        const m = e.data as { number: string; mode: 'spy' | 'whisper' };
-        return this.run(d.xnid!, () => this.onMonitor(d.xnid!, m.number, m.mode));
+        const m = e.data;
+        return this.run(m.xnid, () => this.onMonitor(m.xnid, m.number, m.mode));
       }
       case 'AgentLoggedIn':
       case 'AgentBreakEnded': {
-        const agentId = (e.data as { agentId: number }).agentId;
+        const agentId = e.data.agentId;
         for (const a of this.actors.values()) a.tried.delete(agentId);
-        return this.scheduleDispatch(d.svcId!);
+        return this.scheduleDispatch(e.data.svcId);
       }
       case 'AgentReleased':
-        return this.scheduleDispatch(d.svcId!);
+        return this.scheduleDispatch(e.data.svcId);
     }
   }
 

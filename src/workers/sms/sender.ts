@@ -7,7 +7,6 @@
  * after the job is stored, so the event is handed over again.
  */
 import type { Context } from '../../context.js';
-import type { RecordedEvent } from '../../gateways/event-store/port.js';
 import { handleCommand, loadAggregate } from '../../commands/decider.js';
 import { smsDecider, type SmsRequestedData } from '../../commands/sms/sms.js';
 import { streams } from '../../domain/streams.js';
@@ -44,8 +43,8 @@ export async function startSmsSender(ctx: Context): Promise<Follower> {
     },
     { concurrency: 8 },
   );
-  return follow(ctx, 'sms', ['SmsRequested'], async (e: RecordedEvent) => {
-    const d = e.data as SmsRequestedData;
+  return follow(ctx, 'sms', ['SmsRequested'], async (e) => {
+    const d = e.data;
     // An OTP's SMS is sent by the request itself (its SmsSent is in the same append).
     if (d.otp) return;
     await smsJob(ctx, d);

@@ -25,7 +25,7 @@
  */
 import net from 'node:net';
 import type { Subscription } from '../../gateways/event-store/port.js';
-import { isLegEvent, toSocketEvent, type LegEventData } from '../../domain/call-events.js';
+import { isLegEvent, toSocketEvent } from '../../domain/call-events.js';
 import { Client, checkKey, cursorPosition, resume, type EventSocketDeps } from './session.js';
 
 export type { EventSocketDeps };
@@ -154,7 +154,7 @@ export class EventSocketServer {
     try {
       for await (const e of sub) {
         if (!isLegEvent(e)) continue;
-        const targets = this.bySvc.get((e.data as LegEventData).svcId);
+        const targets = this.bySvc.get(e.data.svcId);
         if (!targets || targets.size === 0) continue;
         const line = JSON.stringify(toSocketEvent(e)) + '\n';
         for (const c of targets) this.send(c, line);

@@ -10,7 +10,8 @@ import type { EventStore, Subscription } from '../../gateways/event-store/port.j
 import type { ReadStore } from '../../gateways/read-store/port.js';
 import type { ReadSync } from '../../projections/read-sync.js';
 import type { ServiceDoc } from '../../projections/services.js';
-import { isLegEvent, toSocketEvent, type LegEventData } from '../../domain/call-events.js';
+import { isLegEvent, toSocketEvent } from '../../domain/call-events.js';
+import { numberField } from '../../domain/platform-events.js';
 import { decodeCursor, encodeCursor } from '../../domain/cursor.js';
 import { LineSplitter, keyMatches, parseAuth } from './protocol.js';
 
@@ -67,7 +68,7 @@ export async function cursorPosition(deps: EventSocketDeps, svcId: number, curso
   const position = decodeCursor(svcId, cursor);
   if (position === null || position < 1) return null;
   const [e] = await deps.events.readAll({ after: position - 1, maxCount: 1 });
-  if (!e || e.position !== position || (e.data as { svcId?: unknown } | null)?.svcId !== svcId) return null;
+  if (!e || e.position !== position || numberField(e, 'svcId') !== svcId) return null;
   return position;
 }
 
@@ -83,7 +84,7 @@ export async function resume(deps: EventSocketDeps, c: Client, after: number, ho
   try {
     for await (const e of sub) {
       if (c.state !== 'authenticated' || s.destroyed) break;
-      if (!isLegEvent(e) || (e.data as LegEventData).svcId !== c.svcId) continue;
+      if (!isLegEvent(e) || e.data.svcId !== c.svcId) continue;
       const line = JSON.stringify({ ...toSocketEvent(e), cursor: encodeCursor(c.svcId, e.position) }) + '\n';
       hooks.lineSent();
       if (!s.write(line)) {
