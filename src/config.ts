@@ -13,6 +13,10 @@ export interface Config {
   eventStoreUrl?: string;
   mongodbUrl?: string;
   redisUrl?: string;
+  /** Not in the contract's table: prefix of every Redis key (queues, lease, rate limits), so deployments can share a Redis. */
+  redisPrefix: string;
+  /** Not in the contract's table: a process without the `api` role serves /healthz and /readyz on this port (unset: none). */
+  healthPort?: number;
   roles: Set<Role>;
   operatorToken: string;
   /** true when the operator token was generated, so main prints it once. */
@@ -104,6 +108,12 @@ function intList(env: Env, name: string, dflt: number[]): number[] {
   });
 }
 
+function redisPrefix(env: Env): string {
+  const raw = env.REDIS_PREFIX?.trim() || 'ct';
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(raw)) throw new ConfigError(`REDIS_PREFIX must be 1 to 64 letters, digits, '.', '_' or '-', got "${raw}"`);
+  return raw;
+}
+
 function logLevel(env: Env): string {
   const level = (env.LOG_LEVEL || 'info').trim().toLowerCase();
   if (!LOG_LEVELS.includes(level)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
@@ -129,6 +139,8 @@ export function loadConfig(env: Env = process.env): Config {
     eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kurrentdb+discover', 'kurrent', 'kurrent+discover']),
     mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']),
     redisUrl: url(env, 'REDIS_URL', ['redis', 'rediss']),
+    redisPrefix: redisPrefix(env),
+    healthPort: env.HEALTH_PORT?.trim() ? port(env, 'HEALTH_PORT', 0) : undefined,
     roles,
     operatorToken: env.OPERATOR_TOKEN || randomBytes(24).toString('base64url'),
     operatorTokenGenerated,

@@ -49,7 +49,7 @@ export const WORKER_REDIS_LEASE_TTL_MS = 5_000;
  * deployment shares it); in Redis when the event store is a server and processes may share no disk.
  */
 export function openWorkerLease(config: Config): Lease {
-  if (config.eventStoreUrl && config.redisUrl) return new RedisLease(config.redisUrl, 'worker', WORKER_REDIS_LEASE_TTL_MS);
+  if (config.eventStoreUrl && config.redisUrl) return new RedisLease(config.redisUrl, 'worker', WORKER_REDIS_LEASE_TTL_MS, config.redisPrefix);
   return new SqliteLease(path.join(config.dataDir, 'lease.db'), 'worker', WORKER_LEASE_TTL_MS);
 }
 import { useSnapshots } from './commands/aggregate-cache.js';
@@ -60,6 +60,7 @@ import { HotReadStore } from './gateways/read-store/hot.js';
 export const HOT_COLLECTIONS: ReadonlySet<string> = new Set(['services', 'users', 'usernames', 'agents', 'call-stats', 'in-ivr', 'queued-callers', 'subscribers']);
 import { PlatformMetrics } from './ops/metrics.js';
 import { Readiness } from './ops/readiness.js';
+import { startHealthServer, type HealthServer } from './ops/health-server.js';
 import { countingAppends } from './ops/counting-event-store.js';
 import { DELIVERY_QUEUE } from './workers/delivery/sender.js';
 import { SMS_QUEUE } from './workers/sms/sender.js';
@@ -137,7 +138,7 @@ export function openAnalyticsStore(config: Config, file = 'analytics.db'): Analy
 export function openJobQueue(config: Config, logger?: Logger, now: () => number = Date.now): JobQueue {
   // A job whose worker died (or lost Redis) mid-run is taken again once its 15 s lock lapses (checked
   // every 5 s), not after BullMQ's default 30 s + 30 s; handlers are short and idempotent.
-  if (config.redisUrl) return new BullmqJobQueue(config.redisUrl, { onError: (err) => logger?.warn({ err }, 'job queue: redis error'), lockDurationMs: 15_000, stalledIntervalMs: 5_000 });
+  if (config.redisUrl) return new BullmqJobQueue(config.redisUrl, { prefix: config.redisPrefix, onError: (err) => logger?.warn({ err }, 'job queue: redis error'), lockDurationMs: 15_000, stalledIntervalMs: 5_000 });
   return new EmbeddedJobQueue(path.join(config.dataDir, 'jobs.db'), { now });
 }
 
@@ -198,6 +199,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   const socket = config.roles.has('socket') ? new EventSocketServer(ctx, { host: config.host, port: config.socketPort }) : null;
   if (socket) metrics.sources.socketClients = () => socket.stats().authenticated;
   let stopped = false;
+  let health: HealthServer | null = null;
   const followers: Follower[] = [];
   let delivery: DeliveryWorker | null = null;
   // The worker owns the switch and runs once: everything it does, crash recovery first, runs only
@@ -241,6 +243,11 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       if (app) httpUrl = await app.listen({ host: config.host, port: config.port });
       if (httpUrl && !config.publicBaseUrlSet) signer.setBaseUrl(httpUrl);
       const socketPort = socket ? (await socket.start()).port : null;
+      // Without the API, HEALTH_PORT gives the orchestrator its /healthz and /readyz.
+      if (!app && config.healthPort !== undefined) {
+        health = await startHealthServer(readiness, config.host, config.healthPort);
+        logger.info({ port: health.port }, 'health endpoints listening');
+      }
       if (runner) await runner.start();
       await analytics.start();
       if (workerLease) await workerLease.start();
@@ -256,6 +263,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       stopped = true;
       if (socket) await socket.stop();
       if (app) await app.close();
+      if (health) await health.close();
       // Stop what plans work, then jobs (they append events), then what reacts to events, then the projector.
       if (delivery) await delivery.stop();
       delivery = null;

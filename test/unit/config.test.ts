@@ -47,6 +47,13 @@ describe('loadConfig', () => {
     expect(c.logLevel).toBe('debug');
     expect(c.publicBaseUrl).toBe('https://tel.example.com');
   });
+
+  it('takes a Redis key prefix (default ct) and an optional health port for processes without the api role', () => {
+    expect(loadConfig({})).toMatchObject({ redisPrefix: 'ct', healthPort: undefined });
+    expect(loadConfig({ REDIS_PREFIX: 'prod-eu.1', HEALTH_PORT: '8081' })).toMatchObject({ redisPrefix: 'prod-eu.1', healthPort: 8081 });
+    expect(refused({ REDIS_PREFIX: 'a b' })).toMatch(/^REDIS_PREFIX must be 1 to 64 letters/);
+    expect(refused({ HEALTH_PORT: '70000' })).toMatch(/^HEALTH_PORT must be a port number/);
+  });
 });
 
 describe('startupProblem', () => {
