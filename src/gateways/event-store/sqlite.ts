@@ -185,6 +185,9 @@ export class SqliteEventStore implements EventStore {
     }
     const outcomes: ({ ok: AppendResult[] } | { err: unknown })[] = [];
     try {
+      // IMMEDIATE: the write lock is taken (waiting out busy_timeout) before the revisions are read.
+      // A deferred transaction that reads first fails at once with "database is locked" when
+      // another process (ROLES split on one DATA_DIR) committed in between.
       this.db.transaction(() => {
         for (const p of group) {
           try {
@@ -193,7 +196,7 @@ export class SqliteEventStore implements EventStore {
             outcomes.push({ err }); // its savepoint is rolled back; the others stand
           }
         }
-      })();
+      }).immediate();
     } catch (err) {
       // The commit itself failed: nothing of the group is stored.
       for (const p of group) p.reject(err);
