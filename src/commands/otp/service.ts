@@ -14,8 +14,38 @@ async function load(ctx: Context, svcId: number, number: string) {
   return loadAggregate(ctx.events, streams.otp(svcId, number), otpDecider);
 }
 
+/** Claims on a number while a code for it is being sent (read store, so every `api` process sees them). */
+const SENDING = 'otp-sending';
+/** A claim whose holder died lapses after this; a send takes well under it. */
+const SEND_CLAIM_MS = 30_000;
+const CLAIM_POLL_MS = 20;
+
+/**
+ * The send limit is decided on the number's stream with its expected revision, but the SMS goes out
+ * before that append: requests for one number racing each other (in one process or several) would
+ * each pass the check and each send an SMS, though only the limit's worth of codes would be stored.
+ * So one send per number at a time, across processes: the next waits, then sees the stored count.
+ */
+async function oneSendAtATime<T>(ctx: Context, svcId: number, number: string, run: () => Promise<T>): Promise<T> {
+  const id = `${svcId}:${number}`;
+  const deadline = Date.now() + SEND_CLAIM_MS;
+  while (!(await ctx.reads.insertIfAbsent(SENDING, id, { pid: process.pid }, { expiresAt: ctx.now() + SEND_CLAIM_MS }))) {
+    if (Date.now() > deadline) throw unavailable(`another code for ${number} is still being sent; try again`);
+    await new Promise((r) => setTimeout(r, CLAIM_POLL_MS));
+  }
+  try {
+    return await run();
+  } finally {
+    await ctx.reads.delete(SENDING, id).catch((err) => ctx.logger.warn({ err: String(err) }, 'OTP send claim not released; it lapses'));
+  }
+}
+
 /** Issues a new code (replacing any previous one), sends it by SMS and returns it. */
-export async function issueOtp(ctx: Context, svcId: number, number: string, keyword: string, userId: number | null): Promise<{ code: string; position: number }> {
+export function issueOtp(ctx: Context, svcId: number, number: string, keyword: string, userId: number | null): Promise<{ code: string; position: number }> {
+  return oneSendAtATime(ctx, svcId, number, () => issue(ctx, svcId, number, keyword, userId));
+}
+
+async function issue(ctx: Context, svcId: number, number: string, keyword: string, userId: number | null): Promise<{ code: string; position: number }> {
   const { otpTtlS, otpSendsPer15Min } = ctx.config;
   const first = await load(ctx, svcId, number);
   const wait = sendRetryAfter(first.state, ctx.now(), otpSendsPer15Min);
