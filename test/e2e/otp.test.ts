@@ -78,6 +78,12 @@ describe('OTP and click2call', () => {
     expect((await sendOtp('9870000004')).status).toBe(200);
   });
 
+  it('a burst of requests for one number sends the limit of codes by SMS, not one per request', async () => {
+    const statuses = (await Promise.all(Array.from({ length: 12 }, () => sendOtp('9870000014')))).map((r) => r.status).sort();
+    expect(statuses).toEqual([...Array(5).fill(200), ...Array(7).fill(429)]);
+    expect(await (await s.ops('/ops/v1/simulator/sms?number=9870000014')).json()).toHaveLength(5);
+  });
+
   it('bad input: an invalid number, a non-numeric otp, another tenant', async () => {
     expect((await sendOtp('12ab')).status).toBe(400);
     expect((await validate('9870000005', 'abcdef')).status).toBe(400);
