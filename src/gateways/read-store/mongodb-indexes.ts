@@ -17,6 +17,10 @@ export const FIND_SHAPES: FindShape[] = [
   { collection: 'agents', equal: ['svcId', 'exists'] },
   { collection: 'agents', equal: ['svcId', 'exists', 'number'] },
   { collection: 'agents', equal: ['svcId', 'exists', 'sip'] },
+  // src/workers/call-flow/manager.ts (recovery at start: every agent)
+  { collection: 'agents', equal: ['exists'] },
+  // src/queries/wallboard.ts (today's counters)
+  { collection: 'call-outcomes', equal: ['svcId', 'day'] },
   // src/queries/dashboard.ts
   { collection: 'in-ivr', equal: ['svcId'] },
   { collection: 'queued-callers', equal: ['svcId'], sort: ['since', 1] },
