@@ -167,9 +167,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   const sms = options.sms ?? new SimulatedSmsGateway(reads, now);
   const projectedPosition = async () => {
     if (runner) return runner.position;
-    let min = Infinity;
-    for (const p of projections) min = Math.min(min, await reads.checkpoint(p.name));
-    return min === Infinity ? 0 : min;
+    return reads.lowestCheckpoint(projections.map((p) => p.name));
   };
   const jobQueues = [DELIVERY_QUEUE, SMS_QUEUE, SCHEDULE_QUEUE];
   const readiness = new Readiness({

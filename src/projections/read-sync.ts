@@ -25,11 +25,8 @@ export function localReadSync(events: EventStore, runner: ProjectionRunner): Rea
 }
 
 export function remoteReadSync(events: EventStore, reads: ReadStore, projectionNames: string[], pollMs = 20): ReadSync {
-  // All checkpoints at once: on a networked store (MongoDB) that is one round trip, not one per projection.
-  const positionNow = async () => {
-    const all = await Promise.all(projectionNames.map((n) => reads.checkpoint(n)));
-    return all.length ? Math.min(...all) : 0;
-  };
+  // All checkpoints in one query: on a networked store (MongoDB) one round trip per poll, not one per projection.
+  const positionNow = () => reads.lowestCheckpoint(projectionNames);
   const waitFor = async (position: number, timeoutMs = 10_000) => {
     const deadline = Date.now() + timeoutMs;
     while ((await positionNow()) < position) {

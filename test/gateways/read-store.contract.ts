@@ -125,6 +125,16 @@ export function readStoreContract(name: string, factory: ReadStoreFactory) {
       expect(await store.checkpoint('p2')).toBe(7);
     });
 
+    it('the lowest checkpoint of several projections: 0 while one never ran', async () => {
+      expect(await store.lowestCheckpoint([])).toBe(0);
+      await store.commit([], { p1: 5, p2: 7 });
+      expect(await store.lowestCheckpoint(['p1', 'p2'])).toBe(5);
+      expect(await store.lowestCheckpoint(['p2', 'p2'])).toBe(7);
+      expect(await store.lowestCheckpoint(['p1', 'p2', 'never-ran'])).toBe(0);
+      await store.commit([], { p1: 9 });
+      expect(await store.lowestCheckpoint(['p1', 'p2'])).toBe(7);
+    });
+
     it('a checkpoint never moves back', async () => {
       await store.commit([], { p: 10 });
       await store.commit([{ collection: 'c', id: '1', doc: { v: 1 } }], { p: 4 });

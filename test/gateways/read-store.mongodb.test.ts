@@ -9,6 +9,8 @@ import { MongoReadStore } from '../../src/gateways/read-store/mongodb.js';
 import { HotReadStore } from '../../src/gateways/read-store/hot.js';
 import type { ReadStore } from '../../src/gateways/read-store/port.js';
 import { MongoDouble } from '../support/mongo-double/server.js';
+import { remoteReadSync } from '../../src/projections/read-sync.js';
+import type { EventStore } from '../../src/gateways/event-store/port.js';
 import { readStoreContract } from './read-store.contract.js';
 
 const double = new MongoDouble();
@@ -96,7 +98,7 @@ describe('MongoReadStore on the double', () => {
     expect(double.indexes(dbName, 'idempotency')).toContainEqual({ name: 'x_1', key: { x: 1 }, expireAfterSeconds: 0 });
     // Opening again creates nothing new and fails on nothing.
     const again = await MongoReadStore.open(double.url(dbName));
-    expect(keys('agents')).toHaveLength(4);
+    expect(keys('agents')).toHaveLength(5);
     await again.close();
     await store.close();
   });
@@ -128,6 +130,30 @@ describe('MongoReadStore on the double', () => {
     // A shape nobody declared is a collection scan, and the double says so.
     await store.find('agents', { name: 'x' });
     expect(double.queries.at(-1)!.index).toBeNull();
+    await store.close();
+  });
+
+  it('serves the wallboard\'s call outcomes of a day and the worker\'s agents from indexes created at start', async () => {
+    const { dbName, store } = await open();
+    double.queries.length = 0;
+    await store.find('call-outcomes', { svcId: 101, day: '2026-11-24' });
+    await store.find('agents', { exists: true });
+    const mine = double.queries.filter((q) => q.ns.startsWith(`${dbName}.`));
+    expect(mine.map((q) => q.ns)).toEqual([`${dbName}.call-outcomes`, `${dbName}.agents`]);
+    for (const q of mine) expect(q.index, `${q.ns} ${q.equality}`).not.toBeNull();
+    expect(double.indexes(dbName, 'call-outcomes').map((i) => i.key)).toContainEqual({ 'd.svcId': 1, 'd.day': 1, _id: 1 });
+    await store.close();
+  });
+
+  it('reads every projection\'s checkpoint in one query (read-your-writes polls it on each request)', async () => {
+    const { dbName, store } = await open();
+    const names = Array.from({ length: 15 }, (_, i) => `p${i}`);
+    await store.commit([], Object.fromEntries(names.map((name, i) => [name, 100 + i])));
+    double.queries.length = 0;
+    expect(await store.lowestCheckpoint(names)).toBe(100);
+    const sync = remoteReadSync({ headPosition: async () => 100 } as EventStore, store, names);
+    await sync.caughtUp(1000);
+    expect(double.queries.filter((q) => q.ns === `${dbName}._checkpoints`)).toHaveLength(2);
     await store.close();
   });
 

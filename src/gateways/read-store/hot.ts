@@ -105,6 +105,10 @@ export class HotReadStore implements ReadStore {
     return this.inner.checkpoint(name);
   }
 
+  lowestCheckpoint(names: string[]): Promise<number> {
+    return this.inner.lowestCheckpoint(names);
+  }
+
   async put(collection: string, id: string, doc: Doc, options?: { expiresAt?: number }): Promise<void> {
     if (this.hot.has(collection) && options?.expiresAt !== undefined) throw new Error(`hot collection ${collection} keeps no expiring documents`);
     await this.inner.put(collection, id, doc, options);

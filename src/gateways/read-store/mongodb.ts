@@ -205,6 +205,14 @@ export class MongoReadStore implements ReadStore {
     return found?.position ?? 0;
   }
 
+  async lowestCheckpoint(names: string[]): Promise<number> {
+    if (names.length === 0) return 0;
+    const wanted = [...new Set(names)];
+    const found = await this.db.collection<Checkpoint>(CHECKPOINTS).find({ _id: { $in: wanted } }).toArray();
+    if (found.length < wanted.length) return 0;
+    return Math.min(...found.map((c) => c.position));
+  }
+
   async put(collection: string, id: string, doc: Doc, options: { expiresAt?: number } = {}): Promise<void> {
     const stored: Omit<Stored, '_id'> = { d: encode(doc) };
     if (options.expiresAt !== undefined) {

@@ -57,6 +57,11 @@ export interface ReadStore {
   /** Stored checkpoint of a projection (0 when it never ran). */
   checkpoint(name: string): Promise<number>;
   /**
+   * The lowest stored checkpoint of the named projections (0 when one never ran, or none is named),
+   * read in one query: read-your-writes polls it on every request of a process without the projector.
+   */
+  lowestCheckpoint(names: string[]): Promise<number>;
+  /**
    * Writes auxiliary keyed data outside any projection (idempotency records): not derived from
    * events and not rebuilt by replay. `expiresAt` (epoch ms) lets the adapter drop it later.
    */

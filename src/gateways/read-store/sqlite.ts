@@ -35,6 +35,8 @@ export class SqliteReadStore implements ReadStore {
       ),
       del: this.db.prepare('DELETE FROM docs WHERE collection = ? AND id = ?'),
       checkpoint: this.db.prepare<[string], { position: number }>('SELECT position FROM checkpoints WHERE name = ?'),
+      // json_each: one statement for any number of names.
+      checkpointsOf: this.db.prepare<[string], { position: number }>('SELECT position FROM checkpoints WHERE name IN (SELECT value FROM json_each(?))'),
       setCheckpoint: this.db.prepare(
         'INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = MAX(position, excluded.position)',
       ),
@@ -105,6 +107,13 @@ export class SqliteReadStore implements ReadStore {
 
   async checkpoint(name: string): Promise<number> {
     return this.stmts.checkpoint.get(name)?.position ?? 0;
+  }
+
+  async lowestCheckpoint(names: string[]): Promise<number> {
+    if (names.length === 0) return 0;
+    const wanted = [...new Set(names)];
+    const rows = this.stmts.checkpointsOf.all(JSON.stringify(wanted));
+    return rows.length < wanted.length ? 0 : Math.min(...rows.map((r) => r.position));
   }
 
   async put(collection: string, id: string, doc: Doc, options: { expiresAt?: number } = {}): Promise<void> {

@@ -35,6 +35,7 @@ class SpyReadStore implements ReadStore {
   getVersioned: ReadStore['getVersioned'] = (c, id) => this.inner.getVersioned(c, id);
   find: ReadStore['find'] = (c, w, o) => this.inner.find(c, w, o);
   checkpoint: ReadStore['checkpoint'] = (n) => this.inner.checkpoint(n);
+  lowestCheckpoint: ReadStore['lowestCheckpoint'] = (n) => this.inner.lowestCheckpoint(n);
   put: ReadStore['put'] = (c, id, d, o) => this.inner.put(c, id, d, o);
   insertIfAbsent: ReadStore['insertIfAbsent'] = (c, id, d, o) => this.inner.insertIfAbsent(c, id, d, o);
   delete: ReadStore['delete'] = (c, id) => this.inner.delete(c, id);
