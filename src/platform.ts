@@ -186,8 +186,11 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     for (const c of await reads.find<ActiveCallDoc>('active-calls')) bySvc.set(c.svcId, (bySvc.get(c.svcId) ?? 0) + 1);
     return bySvc;
   };
-  const analyticsStore = openAnalyticsStore(config);
-  const analytics = config.roles.has('projector') ? analyticsProjector(events, analyticsStore, logger) : analyticsReader(events, analyticsStore);
+  // The analysts' models are embedded files: an `api` process reads the projector's beside it in a
+  // shared DATA_DIR; on KurrentDB processes share no disk, so it builds its own from the log.
+  const ownAnalytics = !config.roles.has('projector') && config.roles.has('api') && Boolean(config.eventStoreUrl);
+  const analyticsStore = openAnalyticsStore(config, ownAnalytics ? 'analytics-api.db' : undefined);
+  const analytics = config.roles.has('projector') || ownAnalytics ? analyticsProjector(events, analyticsStore, logger) : analyticsReader(events, analyticsStore);
   const ctx: Context = { config, events, reads, queue, sync, logger, now, signer, sms, metrics, readiness, analytics };
   const app = config.roles.has('api') ? await buildApp(ctx) : null;
   const callFlow = config.roles.has('worker')

@@ -3,8 +3,15 @@
  * gRPC double: provisioning, agents, a call from request to webhook record, read-your-writes, and a
  * dropped subscription in the middle of it. The double stands in for KurrentDB's protocol only.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type TestServer } from '../support/server.js';
+import { loadConfig } from '../../src/config.js';
+import { createPlatform, type Platform } from '../../src/platform.js';
+import { MongoDouble } from '../support/mongo-double/server.js';
+import { OPERATOR_TOKEN, startServer, type TestServer } from '../support/server.js';
 import { ADMIN, teamDoc } from '../support/fixtures.js';
 import { ended, eventually, legTypes, reached } from '../support/wait.js';
 import { KurrentDbDouble } from '../support/kurrentdb-double.js';
@@ -65,5 +72,45 @@ describe('the platform on KurrentDB (gRPC double)', () => {
     // No event reached the log twice.
     const ids = double.log.map((e) => e.id);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+});
+
+describe('KurrentDB and MongoDB with roles that share no disk (the compose layout)', () => {
+  const kdb = new KurrentDbDouble();
+  const mongo = new MongoDouble();
+  const projectorDir = mkdtempSync(path.join(tmpdir(), 'ct-kdb-projector-'));
+  let projector: Platform;
+  let api: TestServer;
+
+  beforeAll(async () => {
+    const env = { EVENTSTORE_URL: await kdb.start(), MONGODB_URL: (await mongo.start(), mongo.url('nodisk')), SIM_ANSWER_MS: '30' };
+    projector = await createPlatform(
+      loadConfig({ ...env, ROLES: 'projector,worker,socket', DATA_DIR: projectorDir, PORT: '0', SOCKET_PORT: '0', OPERATOR_TOKEN, LOG_LEVEL: 'silent' }),
+      { logger: pino({ level: 'silent' }) },
+    );
+    await projector.start();
+    // Its own DATA_DIR: nothing of the projector's files is in reach.
+    api = await startServer({ ...env, ROLES: 'api' });
+  });
+  afterAll(async () => {
+    await api?.stop();
+    await projector?.stop();
+    await kdb.stop();
+    await mongo.stop();
+    rmSync(projectorDir, { recursive: true, force: true });
+  });
+
+  it("an api process answers the analysts' export from models it builds from the log itself", async () => {
+    expect((await api.ops('/ops/v1/provisioning', { method: 'PUT', json: teamDoc() })).status).toBe(200);
+    expect((await api.api('/api/v1/agents?status=0&agent-number=9100001001', { method: 'PATCH' })).status).toBe(200);
+    const placed = await api.api('/api/v1/calls', { method: 'POST', form: { number: '9876543210' } });
+    const xnid = (await placed.json()).id as string;
+    await reached(api, xnid, 'CallBridged');
+    expect((await api.api('/api/v1/hangup', { method: 'POST', form: { xnid } })).status).toBe(200);
+    await ended(api, xnid);
+    const res = await api.api('/api/v1/calls?svc-id=101&format=jsonl');
+    expect(res.status).toBe(200);
+    const rows = (await res.text()).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(JSON.stringify(rows)).toContain(xnid);
   });
 });
