@@ -161,4 +161,15 @@ describe('rate limit', () => {
       await s.stop();
     }
   });
+
+  it('with REDIS_URL the counters are in Redis; while Redis does not answer, requests are let through', async () => {
+    // Nothing listens there: the counter store fails at once, and the API keeps answering.
+    const s = await startServer({ RATE_LIMIT_RPS: '1', REDIS_URL: 'redis://127.0.0.1:9', ROLES: 'api,projector' });
+    try {
+      const answers = await Promise.all(Array.from({ length: 4 }, () => s.api('/api/v1/ping', { auth: ['someone', 'whatever'] })));
+      expect(answers.map((r) => r.status)).toEqual([401, 401, 401, 401]);
+    } finally {
+      await s.stop();
+    }
+  });
 });
