@@ -17,7 +17,7 @@ export const FIND_SHAPES: FindShape[] = [
   { collection: 'agents', equal: ['svcId', 'exists'] },
   { collection: 'agents', equal: ['svcId', 'exists', 'number'] },
   { collection: 'agents', equal: ['svcId', 'exists', 'sip'] },
-  // src/workers/call-flow/manager.ts (recovery at start: every agent)
+  // src/workers/call-flow/recovery.ts (at start: every agent)
   { collection: 'agents', equal: ['exists'] },
   // src/queries/wallboard.ts (today's counters)
   { collection: 'call-outcomes', equal: ['svcId', 'day'] },
