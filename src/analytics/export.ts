@@ -111,16 +111,44 @@ export function exportStream(rows: Iterable<ExportRow>, format: ExportFormat): R
   }
 }
 
+/** The zip's input: a PassThrough of readable-stream 2 (archiver's), hence its state read directly. */
+interface SheetSink {
+  once(event: 'drain', listener: () => void): unknown;
+  _writableState: { needDrain: boolean; length: number };
+}
+
+/**
+ * What the sheet's XML is written into: exceljs's stream buffer hands every full 64 KiB block to the
+ * zip's input without looking at `write`'s answer, so that input is where rows pile up when the zip
+ * or the client is slower than the rows.
+ */
+function sheetSink(sheet: ExcelJS.Worksheet): SheetSink | undefined {
+  const sink = (sheet as unknown as { stream?: { pipes?: unknown[] } }).stream?.pipes?.[0] as Partial<SheetSink> | undefined;
+  return sink && typeof sink.once === 'function' && typeof sink._writableState?.needDrain === 'boolean' ? (sink as SheetSink) : undefined;
+}
+
+const MAX_QUEUED = 2 ** 20;
+
 /** One sheet named `calls`, the header row, then every value as text (exceljs's streaming writer). */
 async function writeXlsx(rows: Iterable<ExportRow>, out: PassThrough): Promise<void> {
   const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useStyles: false, useSharedStrings: false });
   const sheet = workbook.addWorksheet('calls');
   sheet.addRow([...EXPORT_COLUMNS]).commit();
+  const sink = sheetSink(sheet);
   let n = 0;
   for (const r of rows) {
     sheet.addRow(EXPORT_COLUMNS.map((c) => cellText(r[c]) ?? undefined)).commit();
-    // Let the zip stream drain now and then: the writer would otherwise buffer the sheet.
-    if (++n % 500 === 0 && out.writableNeedDrain) await new Promise((r) => out.once('drain', r));
+    // Backpressure: the rows are made synchronously, and the zip compresses and writes only between
+    // turns of the event loop. So every few hundred rows, give it a turn, and while the zip's input
+    // is full (a slow client stops the zip, which stops reading it) wait until it has drained.
+    if (++n % 200 === 0) {
+      await new Promise(setImmediate);
+      // Up to a MiB queued (its own high-water mark is 16 KiB: waiting at that would stall the zip).
+      while (sink && sink._writableState.length > MAX_QUEUED && sink._writableState.needDrain) {
+        await new Promise<void>((resolve) => sink.once('drain', resolve));
+      }
+      if (out.writableNeedDrain) await new Promise((resolve) => out.once('drain', resolve));
+    }
   }
   sheet.commit();
   await workbook.commit();
