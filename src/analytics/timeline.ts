@@ -31,12 +31,22 @@ const TIMELINE_PROJECTIONS: Projection<any>[] = [
   queuedCallersProjection,
 ];
 
+/** The timeline projections an event of each type can change (their `canHandle`), by type. */
+const byType = new Map<string, Projection<any>[]>();
+function projectionsOf(type: string): Projection<any>[] {
+  let list = byType.get(type);
+  if (!list) byType.set(type, (list = TIMELINE_PROJECTIONS.filter((p) => !p.canHandle || p.canHandle.includes(type))));
+  return list;
+}
+
 /** Services whose dashboard or agent list an event can change. */
 export function timelineServices(e: Pick<RecordedEvent, 'type' | 'data'>): number[] {
   if (isEvent(e, 'UserProvisioned')) return e.data.agentId === null ? [] : e.data.services;
+  const projections = projectionsOf(e.type);
+  if (projections.length === 0) return [];
   const svcId = numberField(e, 'svcId');
   if (svcId === undefined) return [];
-  for (const p of TIMELINE_PROJECTIONS) if (p.keys(e as RecordedEvent).length > 0) return [svcId];
+  for (const p of projections) if (p.keys(e as RecordedEvent).length > 0) return [svcId];
   return [];
 }
 
@@ -47,7 +57,7 @@ export function applyTimeline(state: TimelineState, svcId: number, e: TimelineEv
   // The projections read only type, data and time.
   const recorded = e as RecordedEvent;
   const prefix = `${svcId}-`;
-  for (const p of TIMELINE_PROJECTIONS) {
+  for (const p of projectionsOf(e.type)) {
     const collection = collectionOf(p);
     for (const id of p.keys(recorded)) {
       // Keys of other services (a user of several services) are not this service's documents.

@@ -22,9 +22,10 @@ export const agentsProjection: Projection<AgentDoc> = projection({
       const base = doc ?? { ...initialAgentState(), userId: null };
       return { ...base, userId: e.data.userId };
     }
-    const { userId = null, ...state } = doc ?? { ...initialAgentState(), userId: null };
-    const next = evolveAgent(state, e);
+    // evolveAgent copies the state it is given, userId included: one copy per event (replay folds millions).
+    const state = doc ?? { ...initialAgentState(), userId: null };
+    const next = evolveAgent(state, e) as AgentDoc;
     // Until the first state change, the record's `time` is when the agent was provisioned.
-    return { ...next, time: next.time || e.time, userId };
+    return next.time ? next : { ...next, time: e.time };
   },
 });
