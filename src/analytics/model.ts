@@ -87,6 +87,8 @@ export class AnalyticsModel {
   /** Services whose timeline changed since the last boundary, and the events since it. */
   private readonly changed = new Set<number>();
   private sinceBoundary = 0;
+  /** Open calls the store holds a row of: a call that starts and ends between two writes is never stored. */
+  private readonly storedOpen = new Set<string>();
   private pending: AnalyticsWrite;
   private pendingEvents = 0;
 
@@ -109,7 +111,10 @@ export class AnalyticsModel {
    * from the last boundary to the checkpoint.
    */
   async load(events: EventStore): Promise<void> {
-    for (const [xnid, state] of this.store.openCalls()) this.calls.set(xnid, JSON.parse(state) as OpenCall);
+    for (const [xnid, state] of this.store.openCalls()) {
+      this.calls.set(xnid, JSON.parse(state) as OpenCall);
+      this.storedOpen.add(xnid);
+    }
     for (const o of this.store.agentOpen()) this.agents.set(`${o.svcId}-${o.agentId}`, o);
     const head = this.store.timelineHead();
     for (const [svcId, state] of head.states) this.timelines.set(svcId, state);
@@ -274,7 +279,8 @@ export class AnalyticsModel {
 
   private endCall(xnid: string, c: OpenCall, d: CallEndedData) {
     this.calls.delete(xnid);
-    this.pending.openCalls.set(xnid, null);
+    if (this.storedOpen.has(xnid)) this.pending.openCalls.set(xnid, null);
+    else this.pending.openCalls.delete(xnid);
     // A blocked caller's call is spam: no record, not in the service's figures (CONTRACT section 11).
     if (c.blocked || !d.webhook) return;
     const w = d.webhook;
@@ -316,6 +322,10 @@ export class AnalyticsModel {
   flush(): void {
     // Kept until written: a refused transaction wrote nothing, and a retry writes all of it.
     this.store.write(this.pending);
+    for (const [xnid, state] of this.pending.openCalls) {
+      if (state === null) this.storedOpen.delete(xnid);
+      else this.storedOpen.add(xnid);
+    }
     this.pending = emptyWrite(this.pending.position);
     this.pendingEvents = 0;
   }

@@ -53,6 +53,12 @@ export class SqliteReadStore implements ReadStore {
     return row ? (JSON.parse(row.data) as T) : null;
   }
 
+  /** `get` without the promise, for a fold that reads documents back between events (replay). */
+  getNow(collection: string, id: string): Doc | null {
+    const row = this.stmts.get.get(collection, id, this.clock());
+    return row ? (JSON.parse(row.data) as Doc) : null;
+  }
+
   /** Position 0: documents and checkpoints commit in one transaction, so the checkpoint is enough. */
   async getVersioned<T extends Doc = Doc>(collection: string, id: string): Promise<Versioned<T>> {
     return { doc: await this.get<T>(collection, id), position: 0 };
@@ -138,6 +144,14 @@ export class SqliteReadStore implements ReadStore {
     this.db.pragma('journal_mode = OFF');
     this.db.pragma('synchronous = OFF');
     this.db.pragma('cache_size = -262144');
+  }
+
+  /** Replay: stores the documents of a collection this (fresh) store has none of yet, in one transaction. */
+  insertFresh(collection: string, docs: Iterable<[string, Doc]>): void {
+    const insert = this.db.prepare('INSERT INTO docs (collection, id, data, expires_at) VALUES (?, ?, ?, NULL)');
+    this.db.transaction(() => {
+      for (const [id, doc] of docs) insert.run(collection, id, JSON.stringify(doc));
+    })();
   }
 
   /**
