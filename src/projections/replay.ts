@@ -3,24 +3,25 @@
  * storage, and only once that is complete replaces the old models with it. A replay that fails or is
  * interrupted leaves the old models in place (the staged files are discarded at the next replay).
  *
- * Speed comes from folding in memory: documents stay in a map (spilled to the staged store past a
+ * Speed comes from folding in memory: documents stay in maps (spilled to the staged store past a
  * bound, for logs bigger than memory) and are written once at the end, instead of a read and a write
- * per batch as the live runner does.
+ * per batch as the live runner does. On the embedded log the work is shared by two threads: a worker
+ * folds the analytics models and a share of the projections (replay-worker.ts), this thread the rest.
  */
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
-import type { Doc, DocWrite } from '../gateways/read-store/port.js';
 import { SqliteReadStore } from '../gateways/read-store/sqlite.js';
 import { SqliteEventStore } from '../gateways/event-store/sqlite.js';
 import type { RecordedEvent } from '../gateways/event-store/port.js';
 import { openEventStore, openReadStore } from '../platform.js';
-import { Worker } from 'node:worker_threads';
 import { AnalyticsStore } from '../analytics/store.js';
 import { AnalyticsModel } from '../analytics/model.js';
-import { FLUSH_EVERY, finishAnalytics, type RebuildTask } from '../analytics/rebuild.js';
 import { projections as allProjections } from './index.js';
 import { collectionOf, type Projection } from './projection.js';
+import { DocumentFold } from './fold.js';
+import { FLUSH_EVERY, finishAnalytics, type ReplayTask } from './replay-worker.js';
 
 export interface ReplayProgress {
   events: number;
@@ -32,6 +33,7 @@ export interface ReplayOptions {
   onProgress?(p: ReplayProgress): void;
   /** Documents kept in memory before they are spilled to the staged store. */
   maxDocs?: number;
+  /** Events between two looks at the documents held (and progress reports); a page of a non-embedded log. */
   pageSize?: number;
   projections?: Projection<any>[];
   /**
@@ -46,11 +48,19 @@ export interface ReplayOptions {
 export interface ReplayResult {
   events: number;
   seconds: number;
+  /** 2 when a worker thread took a share of the fold. */
+  threads: 1 | 2;
 }
 
-/** The analytics fold of `task` in a worker thread, or null where one cannot run. */
-function analyticsWorker(task: RebuildTask): { done: Promise<number>; stop(): Promise<unknown> } | null {
-  const url = new URL('../analytics/rebuild.js', import.meta.url);
+/**
+ * Projections the worker folds beside the analytics models, to balance the threads: on the bench's
+ * log of calls the analytics fold weighs about as much as all the projections but this one.
+ */
+export const WORKER_PROJECTIONS = ['call-outcomes'];
+
+/** `task` in a worker thread, or null where one cannot run. */
+function startWorker(task: ReplayTask): { done: Promise<number>; stop(): Promise<unknown> } | null {
+  const url = new URL('./replay-worker.js', import.meta.url);
   if (!import.meta.url.endsWith('.js') || !existsSync(url)) return null;
   // A larger young generation: nearly everything the fold allocates dies young.
   const worker = new Worker(url, { workerData: task, resourceLimits: { maxYoungGenerationSizeMb: 64 } });
@@ -60,7 +70,7 @@ function analyticsWorker(task: RebuildTask): { done: Promise<number>; stop(): Pr
       if (m.done !== undefined) count = m.done;
     });
     worker.once('error', reject);
-    worker.once('exit', (code) => (count !== undefined ? resolve(count) : reject(new Error(`the analytics replay stopped (exit code ${code})`))));
+    worker.once('exit', (code) => (count !== undefined ? resolve(count) : reject(new Error(`the replay worker stopped (exit code ${code})`))));
   });
   done.catch(() => {}); // awaited later; a failure must not go unhandled meanwhile
   return { done, stop: () => worker.terminate() };
@@ -85,77 +95,53 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
   const analyticsFile = path.join(config.dataDir, 'analytics.db');
   const stagedRead = `${readFile}.replay`;
   const stagedAnalytics = `${analyticsFile}.replay`;
-  removeDb(stagedRead);
-  removeDb(stagedAnalytics);
+  const stagedDocs = `${readFile}.replay-2`;
+  for (const f of [stagedRead, stagedAnalytics, stagedDocs]) removeDb(f);
   const staged = new SqliteReadStore(stagedRead);
   staged.bulkLoadMode();
   let analyticsStore: AnalyticsStore | null = null;
-  let worker: ReturnType<typeof analyticsWorker> = null;
+  let worker: ReturnType<typeof startWorker> = null;
   let swapped = false;
   try {
     const total = await events.headPosition();
+    const maxDocs = options.maxDocs ?? 500_000;
+    const pageSize = options.pageSize ?? 5_000;
+    const shared = projections.filter((p) => WORKER_PROJECTIONS.includes(p.name));
     if (options.threads !== false && events instanceof SqliteEventStore) {
-      worker = analyticsWorker({ task: 'rebuild-analytics', eventsFile: events.file, analyticsFile: stagedAnalytics, total });
+      worker = startWorker({
+        task: 'replay-worker',
+        eventsFile: events.file,
+        analyticsFile: stagedAnalytics,
+        docsFile: stagedDocs,
+        projections: shared.map((p) => p.name),
+        total,
+        maxDocs,
+        pageSize,
+      });
     }
-    // Without a worker, the analytics fold rides along the document fold here.
+    // Without a worker, everything is folded here in one pass.
     let model: AnalyticsModel | null = null;
     if (!worker) {
       analyticsStore = new AnalyticsStore(stagedAnalytics);
       analyticsStore.bulkLoadMode();
       model = new AnalyticsModel(analyticsStore);
     }
-    const maxDocs = options.maxDocs ?? 500_000;
-    const pageSize = options.pageSize ?? 5_000;
-    // One map per collection, by id (null: deleted); the folds that touch it for each event type.
-    const collections = [...new Set(projections.map(collectionOf))];
-    const docs = new Map<string, Map<string, Doc | null>>(collections.map((c) => [c, new Map()]));
-    const folds = projections.map((p) => ({ p, collection: collectionOf(p), docs: docs.get(collectionOf(p))! }));
-    const foldsByType = new Map<string, typeof folds>();
-    const foldsOf = (type: string) => {
-      let f = foldsByType.get(type);
-      if (!f) foldsByType.set(type, (f = folds.filter(({ p }) => !p.handles || p.handles(type))));
-      return f;
-    };
-    let held = 0;
-    let spilled = false;
-    const allWrites = () => {
-      const writes: DocWrite[] = [];
-      for (const [collection, byId] of docs) for (const [id, doc] of byId) writes.push({ collection, id, doc });
-      return writes;
-    };
-    const spill = async () => {
-      await staged.commit(allWrites(), {});
-      for (const byId of docs.values()) byId.clear();
-      held = 0;
-      spilled = true;
-    };
+    const fold = new DocumentFold(worker ? projections.filter((p) => !shared.includes(p)) : projections, staged);
     let count = 0;
-    const fold = (e: RecordedEvent) => {
-      const touching = foldsOf(e.type);
-      for (let f = 0; f < touching.length; f++) {
-        const { p, collection, docs: byId } = touching[f]!;
-        const ids = p.keys(e);
-        for (let i = 0; i < ids.length; i++) {
-          const id = ids[i]!;
-          let doc = byId.get(id);
-          if (doc === undefined) {
-            doc = spilled ? staged.getNow(collection, id) : null;
-            held++;
-          }
-          byId.set(id, p.evolve(doc, e, id));
-        }
-      }
+    const apply = (e: RecordedEvent) => {
+      fold.apply(e);
       model?.apply(e);
       count++;
     };
     const pause = async () => {
-      if (held > maxDocs) await spill();
+      await fold.bound(maxDocs);
       if (model && model.unwritten >= FLUSH_EVERY) model.flush();
       options.onProgress?.({ events: count, total });
     };
     if (events instanceof SqliteEventStore) {
-      for (const e of events.scanRange(0, total)) {
-        fold(e);
+      // With the analytics in the worker, this thread decodes only what its projections read.
+      for (const e of events.scanRange(0, total, model ? undefined : fold.wants)) {
+        apply(e);
         if (count % pageSize === 0) await pause();
       }
     } else {
@@ -163,36 +149,23 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
       while (after < total) {
         const page = await events.readAll({ after, maxCount: Math.min(pageSize, total - after) });
         if (page.length === 0) break;
-        for (const e of page) if (e.position <= total) fold(e);
+        for (const e of page) if (e.position <= total) apply(e);
         after = page[page.length - 1]!.position;
         await pause();
       }
     }
     options.onProgress?.({ events: count, total });
-    const checkpoints = Object.fromEntries(projections.map((p) => [p.name, total]));
-    if (spilled) await staged.commit(allWrites(), checkpoints);
+    await fold.finish(Object.fromEntries(projections.map((p) => [p.name, total])));
+    if (model) finishAnalytics(model, analyticsStore!, total);
     else {
-      // Nothing stored yet: every live document inserted once, in key order (appends to the B-tree).
-      for (const [collection, byId] of docs) {
-        const ids = [...byId.keys()].sort();
-        staged.insertFresh(
-          collection,
-          (function* () {
-            for (const id of ids) {
-              const doc = byId.get(id);
-              if (doc) yield [id, doc] as [string, Doc];
-            }
-          })(),
-        );
-        byId.clear();
-      }
-      await staged.commit([], checkpoints);
+      await worker!.done;
+      staged.copyDocsFrom(stagedDocs);
+      removeDb(stagedDocs);
     }
+    const collections = [...new Set(projections.map(collectionOf))];
     staged.adoptAuxiliaryFrom(readFile, collections, projections.map((p) => p.name));
     staged.finishBulkLoad();
     await staged.close();
-    if (model) finishAnalytics(model, analyticsStore!, total);
-    else await worker!.done;
     // Written without syncs: made durable once, before they are renamed into place.
     for (const f of [stagedRead, stagedAnalytics]) {
       const fd = openSync(f, 'r+');
@@ -211,10 +184,11 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
       renameSync(stagedFile, file);
     }
     swapped = true;
-    return { events: count, seconds: (performance.now() - started) / 1000 };
+    return { events: count, seconds: (performance.now() - started) / 1000, threads: worker ? 2 : 1 };
   } finally {
     await worker?.stop();
     analyticsStore?.close();
+    removeDb(stagedDocs);
     await staged.close();
     await live.close();
     await events.close();

@@ -154,6 +154,16 @@ export class SqliteReadStore implements ReadStore {
     })();
   }
 
+  /** Replay: copies every document of another staged store (the worker's share) into this one. */
+  copyDocsFrom(file: string): void {
+    this.db.prepare('ATTACH DATABASE ? AS share').run(file);
+    try {
+      this.db.prepare('INSERT INTO main.docs SELECT * FROM share.docs').run();
+    } finally {
+      this.db.prepare('DETACH DATABASE share').run();
+    }
+  }
+
   /**
    * Replay: copies into this (fresh) store what replay does not rebuild from `liveFile`: documents of
    * collections other than `collections` (idempotency records, the SMS outbox) and checkpoints other

@@ -1,0 +1,102 @@
+/**
+ * Replay's document fold: projections applied in memory, one map per collection by id, and every
+ * document written once at the end into a fresh store. Past a bound the documents held are spilled
+ * to that store and read back from it when touched again (logs bigger than memory).
+ */
+import type { RecordedEvent } from '../gateways/event-store/port.js';
+import type { Doc, DocWrite } from '../gateways/read-store/port.js';
+import type { SqliteReadStore } from '../gateways/read-store/sqlite.js';
+import { collectionOf, type Projection } from './projection.js';
+
+interface Fold {
+  p: Projection<any>;
+  collection: string;
+  /** By id; null: deleted. */
+  docs: Map<string, Doc | null>;
+}
+
+export class DocumentFold {
+  private readonly docs = new Map<string, Map<string, Doc | null>>();
+  private readonly folds: Fold[];
+  private readonly byType = new Map<string, Fold[]>();
+  private held = 0;
+  private spilled = false;
+
+  constructor(
+    projections: Projection<any>[],
+    private readonly staged: SqliteReadStore,
+  ) {
+    for (const p of projections) if (!this.docs.has(collectionOf(p))) this.docs.set(collectionOf(p), new Map());
+    this.folds = projections.map((p) => ({ p, collection: collectionOf(p), docs: this.docs.get(collectionOf(p))! }));
+  }
+
+  get collections(): string[] {
+    return [...this.docs.keys()];
+  }
+
+  /** Whether an event of `type` can change a document here: its data need not be decoded otherwise. */
+  readonly wants = (type: string): boolean => this.foldsOf(type).length > 0;
+
+  /** The folds an event of `type` can change (each projection's `handles`, asked once per type). */
+  private foldsOf(type: string): Fold[] {
+    let f = this.byType.get(type);
+    if (!f) this.byType.set(type, (f = this.folds.filter(({ p }) => !p.handles || p.handles(type))));
+    return f;
+  }
+
+  apply(e: RecordedEvent): void {
+    const touching = this.foldsOf(e.type);
+    for (let f = 0; f < touching.length; f++) {
+      const { p, collection, docs } = touching[f]!;
+      const ids = p.keys(e);
+      for (let i = 0; i < ids.length; i++) {
+        const id = ids[i]!;
+        let doc = docs.get(id);
+        if (doc === undefined) {
+          doc = this.spilled ? this.staged.getNow(collection, id) : null;
+          this.held++;
+        }
+        docs.set(id, p.evolve(doc, e, id));
+      }
+    }
+  }
+
+  private writes(): DocWrite[] {
+    const writes: DocWrite[] = [];
+    for (const [collection, byId] of this.docs) for (const [id, doc] of byId) writes.push({ collection, id, doc });
+    return writes;
+  }
+
+  /** Spills the documents held to the store once there are more than `maxDocs`. */
+  async bound(maxDocs: number): Promise<void> {
+    if (this.held <= maxDocs) return;
+    await this.staged.commit(this.writes(), {});
+    for (const byId of this.docs.values()) byId.clear();
+    this.held = 0;
+    this.spilled = true;
+  }
+
+  /** Writes every document with `checkpoints`; the maps are emptied. */
+  async finish(checkpoints: Record<string, number>): Promise<void> {
+    if (this.spilled) {
+      await this.staged.commit(this.writes(), checkpoints);
+    } else {
+      // Nothing stored yet: every live document inserted once, in key order (appends to the B-tree).
+      for (const [collection, byId] of this.docs) {
+        const ids = [...byId.keys()].sort();
+        this.staged.insertFresh(
+          collection,
+          (function* () {
+            for (const id of ids) {
+              const doc = byId.get(id);
+              if (doc) yield [id, doc] as [string, Doc];
+            }
+          })(),
+        );
+      }
+      await this.staged.commit([], checkpoints);
+    }
+    for (const byId of this.docs.values()) byId.clear();
+    this.held = 0;
+  }
+}
