@@ -231,27 +231,9 @@ export class SqliteEventStore implements EventStore {
   }
 
   /**
-   * Replay's reader: events in global order like `readAll`, without what projections never read
-   * (id, revision and metadata are left empty), at a fraction of the cost.
-   */
-  scan(after: number, maxCount: number): RecordedEvent[] {
-    this.assertOpen();
-    return this.stmts.scan.all(after, maxCount).map(([position, streamId, type, data, time]) => ({
-      id: '',
-      streamId,
-      revision: 0,
-      position,
-      type,
-      data: JSON.parse(data),
-      metadata: NO_METADATA,
-      time,
-    }));
-  }
-
-  /**
-   * Replay's reader for a whole range: `scan`'s events one at a time, each decoded only when reached,
-   * so it is garbage before the next (a page decoded at once outlives the young generation and is
-   * copied into the old one).
+   * Replay's reader: events in global order like `readAll`, without what projections never read (id,
+   * revision and metadata are left empty), one at a time, each decoded only when reached so it is
+   * garbage before the next (a page decoded at once outlives the young generation).
    */
   *scanRange(after: number, upTo: number, decode?: (type: string) => boolean, pageSize = 4096): Generator<RecordedEvent> {
     this.assertOpen();
