@@ -37,10 +37,10 @@ export class DocumentFold {
   /** Whether an event of `type` can change a document here: its data need not be decoded otherwise. */
   readonly wants = (type: string): boolean => this.foldsOf(type).length > 0;
 
-  /** The folds an event of `type` can change (each projection's `handles`, asked once per type). */
+  /** The folds an event of `type` can change (each projection's `canHandle`, asked once per type). */
   private foldsOf(type: string): Fold[] {
     let f = this.byType.get(type);
-    if (!f) this.byType.set(type, (f = this.folds.filter(({ p }) => !p.handles || p.handles(type))));
+    if (!f) this.byType.set(type, (f = this.folds.filter(({ p }) => !p.canHandle || p.canHandle.includes(type))));
     return f;
   }
 
