@@ -14,9 +14,11 @@ import { applyProvisioning } from '../src/commands/provisioning/provision.js';
 import { storeStats } from './webhooks.js';
 
 export interface CallsBenchResult {
-  /** Event-store appends and commits (fsyncs) per call. */
+  /** Event-store appends and commits per call. */
   appendsPerCall: number;
   commitsPerCall: number;
+  /** WAL syncs (fsyncs) of the event store per call: commits made together share one. */
+  syncsPerCall: number;
   calls: number;
   seconds: number;
   callsPerSecond: number;
@@ -96,6 +98,7 @@ export async function benchCalls(options: { calls?: number; inFlight?: number } 
     return {
       appendsPerCall: (after.appends - before.appends) / latencies.length,
       commitsPerCall: (after.commits - before.commits) / latencies.length,
+      syncsPerCall: (after.syncs - before.syncs) / latencies.length,
       calls: latencies.length, seconds, callsPerSecond: latencies.length / seconds, p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), answered };
   } finally {
     await platform.stop();

@@ -13,13 +13,15 @@
  * Settings: BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50),
  * BENCH_ONLY (comma-separated scenario names; the baseline always runs), BENCH_SUITES
  * (comma-separated suite names, default all), BENCH_JSON=1 (also print the HTTP results as JSON),
- * BENCH_REPLAY_EVENTS (1000000) and BENCH_EXPORT_CALLS (100000) for the replay suite.
+ * BENCH_REPLAY_EVENTS (1000000) and BENCH_EXPORT_CALLS (100000) for the replay suite,
+ * BENCH_CPU_PROFILE=dir (a CPU profile of the servers per HTTP scenario).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
+import { Session } from 'node:inspector/promises';
 import Fastify from 'fastify';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
@@ -166,6 +168,26 @@ function table(rows: string[][]): string {
   return [line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
 }
 
+/**
+ * BENCH_CPU_PROFILE=dir: a CPU profile of this process (the servers; the load runs in a worker) per
+ * scenario, written as dir/<scenario>.cpuprofile for Chrome DevTools or speedscope.
+ */
+async function profiled<T>(name: string, run: () => Promise<T>): Promise<T> {
+  const dir = process.env.BENCH_CPU_PROFILE;
+  if (!dir) return run();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await run();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(path.join(dir, `${name.replace(/[^a-z0-9]+/gi, '_')}.cpuprofile`), JSON.stringify(profile));
+    session.disconnect();
+  }
+}
+
 /** The HTTP suite: every scenario against its server, one table. */
 async function httpSuite(): Promise<string> {
   const durationMs = envInt('BENCH_DURATION_S', 5) * 1000;
@@ -191,7 +213,7 @@ async function httpSuite(): Promise<string> {
         body: scenario.body,
       };
       if (warmupMs > 0) await load(target, { connections, durationMs: warmupMs });
-      const result = await load(target, { connections, durationMs });
+      const result = await profiled(scenario.name, () => load(target, { connections, durationMs }));
       results.push({ scenario, result });
       process.stdout.write(`  ${scenario.name}: ${fmt(result.rps)} req/s\n`);
     }
@@ -256,7 +278,7 @@ const suites: Suite[] = [
       return `${table([
         ['complete simulated calls', 'calls', 'answered', 'seconds', 'calls/s', 'p50 ms', 'p99 ms'],
         ['POST /calls -> rung, answered, bridged, hung up, recorded', fmt(r.calls), fmt(r.answered), f1(r.seconds), f1(r.callsPerSecond), f1(r.p50Ms), f1(r.p99Ms)],
-      ])}\n  20 calls at once, one free agent each; latency from the POST to CallEnded; per call ${f1(r.appendsPerCall)} appends in ${f1(r.commitsPerCall)} commits (fsyncs) of the event store\n`;
+      ])}\n  20 calls at once, one free agent each; latency from the POST to CallEnded; per call ${f1(r.appendsPerCall)} appends in ${f1(r.commitsPerCall)} commits and ${f1(r.syncsPerCall)} fsyncs of the event store\n`;
     },
   },
   {
@@ -275,7 +297,7 @@ const suites: Suite[] = [
     run: async () => {
       const r = await benchWebhooks({ calls: 1000 });
       figures.webhooks = r.perSecond;
-      return `${table([['webhook deliveries', 'per second', 'p50 ms', 'p99 ms'], [r.name, f1(r.perSecond), f1(r.p50), f1(r.p99)]])}\n  signed POSTs to a local receiver, from the CallEnded append to receipt; per delivery ${f1(r.appendsPerDelivery)} appends in ${f1(r.commitsPerDelivery)} commits (fsyncs) of the event store\n`;
+      return `${table([['webhook deliveries', 'per second', 'p50 ms', 'p99 ms'], [r.name, f1(r.perSecond), f1(r.p50), f1(r.p99)]])}\n  signed POSTs to a local receiver, from the CallEnded append to receipt; per delivery ${f1(r.appendsPerDelivery)} appends in ${f1(r.commitsPerDelivery)} commits and ${f1(r.syncsPerDelivery)} fsyncs of the event store\n`;
     },
   },
   {

@@ -17,16 +17,18 @@ import type { CallEndedData } from '../src/domain/call-events.js';
 
 export interface BenchResult {
   name: string;
-  /** Event-store appends and commits (fsyncs) per delivery, from the CallEnded on. */
+  /** Event-store appends and commits per delivery, from the CallEnded on. */
   appendsPerDelivery: number;
   commitsPerDelivery: number;
+  /** WAL syncs (fsyncs) of the event store per delivery: commits made together share one. */
+  syncsPerDelivery: number;
   perSecond: number;
   p50: number;
   p99: number;
 }
 
 /** Commit and append counts of the embedded event store (zeros for another adapter). */
-export const storeStats = (events: object): { commits: number; appends: number } => ({ commits: 0, appends: 0, ...(events as { stats?: { commits: number; appends: number } }).stats });
+export const storeStats = (events: object): { commits: number; appends: number; syncs: number } => ({ commits: 0, appends: 0, syncs: 0, ...(events as { stats?: { commits: number; appends: number; syncs: number } }).stats });
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 
@@ -86,6 +88,7 @@ export async function benchWebhooks(options: { calls?: number } = {}): Promise<B
     return {
       appendsPerDelivery: (after.appends - before.appends) / calls,
       commitsPerDelivery: (after.commits - before.commits) / calls,
+      syncsPerDelivery: (after.syncs - before.syncs) / calls,
       name: 'webhook deliveries',
       perSecond: Math.round((calls / (lastArrival - start)) * 1000),
       p50: Math.round(quantile(latencies, 0.5) * 10) / 10,

@@ -1,13 +1,16 @@
 /**
- * Embedded event store: one SQLite file in WAL mode, durable writes (synchronous=FULL).
+ * Embedded event store: one SQLite file in WAL mode, durable writes (the WAL synced after each
+ * commit, before any caller is answered).
  *
- * Group commit: appends that arrive in the same turn of the event loop are stored in one transaction
- * (one fsync), each inside its own savepoint and checked against its own expected revision, so a
- * conflict fails only its own append. Every caller is answered after the commit, so an acknowledged
- * append survives kill -9 exactly as before.
+ * Group commit: appends that arrive in the same turn of the event loop are stored in one transaction,
+ * each inside its own savepoint and checked against its own expected revision, so a conflict fails
+ * only its own append. The WAL is then synced off the event loop (WalSync): transactions committed
+ * while a sync runs share the next one. Every caller is answered after the sync covering its commit,
+ * so an acknowledged append survives kill -9 and power loss exactly as with synchronous=FULL; until
+ * then this process neither announces nor reads back (readAll) those events.
  */
 import type Database from 'better-sqlite3';
-import { openSqlite } from '../sqlite.js';
+import { WalSync, openSqlite } from '../sqlite.js';
 import { EventEmitter } from 'node:events';
 import { v4 as uuidv4 } from 'uuid';
 import {
@@ -60,10 +63,15 @@ const MAX_GROUP = 512;
 
 export class SqliteEventStore implements EventStore {
   private readonly db: Database.Database;
+  private readonly wal: WalSync;
   private pending: Pending[] = [];
   private flushScheduled = false;
-  /** Commits (each one fsync) and the appends they carried: what group commit saves. */
-  readonly stats = { commits: 0, appends: 0 };
+  /** Groups committed and not yet synced: the first position of each, oldest first. */
+  private unsynced: number[] = [];
+  private syncing: Promise<void> = Promise.resolve();
+  /** Highest position seen after this process's last commit (its next group's events come after it). */
+  private committed = 0;
+  private readonly counts = { commits: 0, appends: 0 };
   private readonly emitter = new EventEmitter();
   private head = 0;
   private closed = false;
@@ -71,8 +79,9 @@ export class SqliteEventStore implements EventStore {
 
   /** `file` may be ':memory:' for tests. */
   constructor(file: string, private readonly clock: () => number = Date.now) {
-    // FULL: an acknowledged append survives power loss / kill -9.
-    this.db = openSqlite(file, 'FULL');
+    // NORMAL plus WalSync before answering: an acknowledged append survives power loss / kill -9.
+    this.db = openSqlite(file, 'NORMAL');
+    this.wal = new WalSync(file);
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS events (
         position INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -98,13 +107,19 @@ export class SqliteEventStore implements EventStore {
       readStream: this.db.prepare<[string, number, number], Row>(
         'SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?',
       ),
-      readAll: this.db.prepare<[number, number], Row>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
+      readAll: this.db.prepare<[number, number, number], Row>('SELECT * FROM events WHERE position > ? AND position < ? ORDER BY position LIMIT ?'),
       head: this.db.prepare<[], { p: number | null }>('SELECT MAX(position) AS p FROM events'),
       scan: this.db.prepare<[number, number], [number, string, string, string, number]>(
         'SELECT position, stream_id, type, data, time FROM events WHERE position > ? ORDER BY position LIMIT ?',
       ).raw(),
     };
     this.head = this.stmts.head.get()?.p ?? 0;
+    this.committed = this.head;
+  }
+
+  /** Commits, the appends they carried and the WAL syncs (fsyncs) they took: what group commit saves. */
+  get stats(): { commits: number; appends: number; syncs: number } {
+    return { ...this.counts, syncs: this.wal.syncs };
   }
 
   /** The file the log is in. */
@@ -207,17 +222,30 @@ export class SqliteEventStore implements EventStore {
       for (const p of group) p.reject(err);
       return;
     }
-    this.stats.commits++;
-    this.stats.appends += group.length;
+    this.counts.commits++;
+    this.counts.appends += group.length;
     const newHead = this.stmts.head.get()?.p ?? 0;
-    const grew = newHead > this.head;
-    if (grew) this.head = newHead;
-    group.forEach((p, i) => {
-      const o = outcomes[i]!;
-      if ('ok' in o) p.resolve(o.ok);
-      else p.reject(o.err);
+    const grew = newHead > this.committed;
+    if (grew) this.unsynced.push(this.committed + 1);
+    this.committed = Math.max(this.committed, newHead);
+    const answer = () => {
+      if (grew) {
+        this.unsynced.shift();
+        this.head = Math.max(this.head, newHead);
+      }
+      group.forEach((p, i) => {
+        const o = outcomes[i]!;
+        if ('ok' in o) p.resolve(o.ok);
+        else p.reject(o.err);
+      });
+      if (grew) this.emitter.emit('appended', this.head);
+    };
+    // Nothing new (conflicts, idempotent retries): the answer still waits for the sync, as it may
+    // rest on events of an earlier group that is not yet on disk.
+    this.syncing = this.wal.sync().then(answer, (err) => {
+      if (grew) this.unsynced.shift();
+      for (const p of group) p.reject(err);
     });
-    if (grew) this.emitter.emit('appended', this.head);
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -227,7 +255,9 @@ export class SqliteEventStore implements EventStore {
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
     this.assertOpen();
-    return this.stmts.readAll.all(options.after ?? 0, options.maxCount ?? -1).map(toRecorded);
+    // Not what this process committed and has not yet synced: no one may act on it before its writer is answered.
+    const before = this.unsynced[0] ?? Number.MAX_SAFE_INTEGER;
+    return this.stmts.readAll.all(options.after ?? 0, before, options.maxCount ?? -1).map(toRecorded);
   }
 
   /**
@@ -250,11 +280,21 @@ export class SqliteEventStore implements EventStore {
     }
   }
 
-  async headPosition(): Promise<number> {
+  private headQuery: Promise<number> | null = null;
+
+  headPosition(): Promise<number> {
     this.assertOpen();
-    // Another process may share the file (ROLES split on one host): read the real head.
-    this.head = Math.max(this.head, this.stmts.head.get()?.p ?? 0);
-    return this.head;
+    // Another process may share the file (ROLES split on one host): read the real head. Every request
+    // asks (read-your-writes), so the callers of one turn of the event loop share one query, run
+    // after all of them asked: it sees everything stored before any of them.
+    this.headQuery ??= new Promise((resolve) =>
+      setImmediate(() => {
+        this.headQuery = null;
+        if (!this.closed) this.head = Math.max(this.head, this.stmts.head.get()?.p ?? 0);
+        resolve(this.head);
+      }),
+    );
+    return this.headQuery;
   }
 
   subscribeToAll(options: { after?: number } = {}): Subscription {
@@ -276,6 +316,8 @@ export class SqliteEventStore implements EventStore {
     // Appends already accepted are stored (and answered) before the file closes.
     while (this.pending.length > 0) this.flush();
     this.closed = true;
+    await this.syncing;
+    await this.wal.close();
     this.emitter.emit('appended', this.head);
     this.db.close();
   }

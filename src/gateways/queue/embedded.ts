@@ -1,11 +1,11 @@
 /**
- * Embedded job queue: one SQLite file (`DATA_DIR/jobs.db`, WAL, synchronous=FULL), polled by the
+ * Embedded job queue: one SQLite file (`DATA_DIR/jobs.db`, WAL, synced before acknowledging), polled by the
  * process that registers handlers. A running job holds a lease that the process renews while the
  * handler runs; a job whose lease lapsed (its process died) is taken again by whoever polls next,
  * so several processes may share the file and a crash loses no job.
  */
 import type Database from 'better-sqlite3';
-import { openSqlite } from '../sqlite.js';
+import { WalSync, openSqlite } from '../sqlite.js';
 import { randomUUID } from 'node:crypto';
 import {
   COMPLETED_RETENTION_MS,
@@ -56,6 +56,7 @@ class QueueWorker {
 
 export class EmbeddedJobQueue implements JobQueue {
   private readonly db: Database.Database;
+  private readonly wal: WalSync;
   private readonly token = randomUUID();
   private readonly workers = new Map<string, QueueWorker>();
   private readonly running = new Map<string, Set<string>>();
@@ -70,8 +71,11 @@ export class EmbeddedJobQueue implements JobQueue {
     this.pollMs = options.pollMs ?? 250;
     this.now = options.now ?? Date.now;
     this.leaseMs = options.leaseMs ?? 30_000;
-    // FULL: an acknowledged enqueue survives power loss / kill -9.
-    this.db = openSqlite(file, 'FULL');
+    // NORMAL, and the WAL synced off the event loop before an enqueue or a job's outcome is
+    // acknowledged (WalSync): that survives power loss / kill -9 like FULL, and writes made together
+    // share one sync. A claim or a lease renewal need no sync: losing one is what a crash mid-run is.
+    this.db = openSqlite(file, 'NORMAL');
+    this.wal = new WalSync(file);
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS jobs (
         queue TEXT NOT NULL,
@@ -125,6 +129,7 @@ export class EmbeddedJobQueue implements JobQueue {
     if (this.closed) throw new Error('job queue is closed');
     const now = this.now();
     this.stmts.insert.run(queue, job.id, JSON.stringify(job.payload ?? null), firstRunAt(job, now), JSON.stringify(job.backoffMs ?? []), now);
+    await this.wal.sync();
     this.kick(this.workers.get(queue), job.runAt !== undefined || job.delayMs !== undefined ? Math.max(0, firstRunAt(job, now) - now) : 0);
   }
 
@@ -159,6 +164,7 @@ export class EmbeddedJobQueue implements JobQueue {
     this.closed = true;
     this.stopTimers();
     await Promise.allSettled([...this.workers.values()].flatMap((w) => [...w.active]));
+    await this.wal.close();
     if (this.db.open) this.db.close();
   }
 
@@ -169,6 +175,7 @@ export class EmbeddedJobQueue implements JobQueue {
   abandon(): void {
     this.closed = true;
     this.stopTimers();
+    void this.wal.close();
     if (this.db.open) this.db.close();
   }
 
@@ -212,20 +219,13 @@ export class EmbeddedJobQueue implements JobQueue {
       const free = worker.concurrency - worker.active.size;
       if (free > 0) {
         const now = this.now();
-        // A claim need not survive power loss: a lost claim leaves the job waiting, which is what a
-        // crash mid-run amounts to anyway. Every other write is synced (FULL), and a synced commit
-        // makes the WAL durable up to it, claims included.
-        this.db.pragma('synchronous = NORMAL');
-        let claimed: Row[];
-        try {
-          claimed = this.db.transaction(() => {
-            const rows = this.stmts.due.all(worker.name, now, now, free);
-            for (const r of rows) this.stmts.claim.run(this.token, now + this.leaseMs, r.queue, r.id);
-            return rows;
-          })();
-        } finally {
-          this.db.pragma('synchronous = FULL');
-        }
+        // A claim is not synced: a lost claim leaves the job waiting, which is what a crash mid-run
+        // amounts to anyway.
+        const claimed = this.db.transaction(() => {
+          const rows = this.stmts.due.all(worker.name, now, now, free);
+          for (const r of rows) this.stmts.claim.run(this.token, now + this.leaseMs, r.queue, r.id);
+          return rows;
+        })();
         for (const row of claimed) this.start(worker, row);
       }
       if (worker.active.size < worker.concurrency) {
@@ -278,8 +278,8 @@ export class EmbeddedJobQueue implements JobQueue {
 
   /**
    * Group commit: outcomes of jobs finishing in the same turn of the event loop are written in one
-   * synced transaction. Resolves once written (or at once when abandoned: the lease then lapses and
-   * the job runs again elsewhere).
+   * transaction, synced (off the event loop) before they resolve. Resolves at once when the write
+   * fails or the queue was abandoned: the lease then lapses and the job runs again.
    */
   private writeSoon(write: () => void): Promise<void> {
     return new Promise<void>((done) => {
@@ -288,12 +288,15 @@ export class EmbeddedJobQueue implements JobQueue {
       setImmediate(() => {
         const batch = this.pendingWrites;
         this.pendingWrites = [];
+        const finish = () => batch.forEach((b) => b.done());
         try {
-          if (this.db.open) this.db.transaction(() => batch.forEach((b) => b.write()))();
+          if (!this.db.open) return finish();
+          this.db.transaction(() => batch.forEach((b) => b.write()))();
         } catch {
           // Not recorded: the lease lapses and the job runs again (handlers are idempotent).
+          return finish();
         }
-        for (const b of batch) b.done();
+        this.wal.sync().then(finish, finish);
       });
     });
   }
