@@ -27,8 +27,20 @@ export function wallClock(epochMs: number, timeZone: string): [string, string] {
   return [`${parts.year}-${parts.month}-${parts.day}`, `${parts.hour}:${parts.minute}:${parts.second}`];
 }
 
+/** Per timezone, the last UTC minute asked for and its day (formatToParts is slow; dashboards ask per request). */
+const dayOfMinute = new Map<string, { minute: number; day: string }>();
+
 /** The day an instant falls on in the timezone: `YYYY-MM-DD`. */
-export const dayOf = (epochMs: number, timeZone: string) => wallClock(epochMs, timeZone)[0];
+export function dayOf(epochMs: number, timeZone: string): string {
+  const minute = Math.floor(epochMs / 60_000);
+  const known = dayOfMinute.get(timeZone);
+  if (known?.minute === minute) return known.day;
+  const [day, time] = wallClock(minute * 60_000, timeZone);
+  // A whole-minute offset (every offset in use today) keeps the whole UTC minute on one local day.
+  if (!time.endsWith(':00')) return wallClock(epochMs, timeZone)[0];
+  dayOfMinute.set(timeZone, { minute, day });
+  return day;
+}
 
 /** Call summary `time`: `YYYY-MM-DDHH:MM:SS`. */
 export function summaryTime(epochMs: number, timeZone: string): string {

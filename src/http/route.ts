@@ -10,6 +10,7 @@ import { invalid } from '../domain/errors.js';
 import type { AuthUser } from '../domain/auth-user.js';
 import type { Context } from '../context.js';
 import { idempotent, type Rendered } from './idempotency.js';
+import { RawJson } from '../queries/json.js';
 
 /** A plain-text response (`pong`, `Success`, an id). */
 export class Text {
@@ -96,6 +97,7 @@ export interface RouteDef<P extends ParamSpecs> {
 
 export function render(value: unknown, status = 200): Rendered {
   if (value instanceof Text) return { status, contentType: 'text/plain; charset=utf-8', payload: value.text };
+  if (value instanceof RawJson) return { status, contentType: 'application/json; charset=utf-8', payload: value.json };
   return { status, contentType: 'application/json; charset=utf-8', payload: JSON.stringify(value) };
 }
 

@@ -5,10 +5,26 @@ import type { ServiceDoc } from '../projections/services.js';
 import { dashboardStatus, isFree } from '../commands/agent/agent.js';
 import { dayOf } from '../domain/time.js';
 import { notFound } from '../domain/errors.js';
-import { agentRecord, serviceAgents } from './agents.js';
+import { agentRecordJson, serviceAgents } from './agents.js';
+import { RawJson, jsonArray, slot, stringifyWith } from './json.js';
+import type { AgentDoc } from '../projections/agents.js';
 import { callStatsKey, type CallStatsDoc, type QueuedCallerDoc } from '../projections/calls.js';
 
-export async function dashboard(ctx: Context, user: AuthUser, svcId: number) {
+/** Per agent document, its agentsData entry as JSON up to `"status":` (the status moves with the clock). */
+const agentDataHead = new WeakMap<AgentDoc, string>();
+
+function agentDataJson(a: AgentDoc, now: number): string {
+  let head = agentDataHead.get(a);
+  if (head === undefined) {
+    const skills = a.skills.map((k) => ({ id: a.agentId * 1000 + k.skillId, agent_id: a.agentId, skill_id: k.skillId, skill_level: k.level }));
+    head = JSON.stringify({ skills, number: a.number, name: a.name, id: a.agentId, sip: a.sip, status: null }).slice(0, -'null}'.length);
+    agentDataHead.set(a, head);
+  }
+  return `${head}${JSON.stringify(dashboardStatus(a, now))}}`;
+}
+
+/** The dashboard answer, serialized (agent entries from their cached JSON). */
+export async function dashboard(ctx: Context, user: AuthUser, svcId: number): Promise<RawJson> {
   const service = await ctx.reads.get<ServiceDoc>('services', String(svcId));
   if (!service) throw notFound(`service ${svcId} not found`);
   const now = ctx.now();
@@ -20,22 +36,15 @@ export async function dashboard(ctx: Context, user: AuthUser, svcId: number) {
   const waiting = await ctx.reads.find<QueuedCallerDoc>('queued-callers', { svcId }, { orderBy: { field: 'since' } });
   const data: Record<string, { number: string; xnid: string; since: number }[]> = {};
   for (const w of waiting) (data[String(w.queueId)] ??= []).push({ number: w.number, xnid: w.xnid, since: w.since });
-  return {
+  const body = {
     isSupervisor: user.admin,
     userName: user.username,
     serviceName: service.name,
     svcId,
-    agents: visible.map(agentRecord),
+    agents: slot(0),
     svcSkills: service.skills.map((s, index) => ({ id: s.id, name: s.name, index, svc_id: svcId })),
     dids: service.dids,
-    agentsData: visible.map((a) => ({
-      skills: a.skills.map((k) => ({ id: a.agentId * 1000 + k.skillId, agent_id: a.agentId, skill_id: k.skillId, skill_level: k.level })),
-      number: a.number,
-      name: a.name,
-      id: a.agentId,
-      sip: a.sip,
-      status: dashboardStatus(a, now),
-    })),
+    agentsData: slot(1),
     callStats: {
       totalCalls: stats?.totalCalls ?? 0,
       inIvr,
@@ -48,4 +57,5 @@ export async function dashboard(ctx: Context, user: AuthUser, svcId: number) {
       busyAgents: all.filter((a) => a.call !== null).length,
     },
   };
+  return new RawJson(stringifyWith(body, [jsonArray(visible.map(agentRecordJson)), jsonArray(visible.map((a) => agentDataJson(a, now)))]));
 }

@@ -10,7 +10,7 @@ import { conflict, invalid } from '../../domain/errors.js';
 import type { Context } from '../../context.js';
 import type { AgentDoc } from '../../projections/agents.js';
 import { agentsAsOf, pastInstant } from '../../analytics/queries.js';
-import { agentRecord, findAgent, freeAgents, getAgent, serviceAgents, targetAgent } from '../../queries/agents.js';
+import { agentRecord, agentRecordsJson, findAgent, freeAgents, getAgent, serviceAgents, targetAgent } from '../../queries/agents.js';
 
 /** Runs an agent command and waits until the read models show it, so the answer reads its own write. */
 export async function runAgentCommand(ctx: Context, agent: Pick<AgentDoc, 'svcId' | 'agentId'>, command: AgentCommand) {
@@ -38,7 +38,7 @@ export const agentRoutes: RouteRegistrar = (app, ctx) => {
         await ctx.analytics.caughtUp();
         return agentsAsOf(ctx, user, svcId, at);
       }
-      if (user.admin) return (await serviceAgents(ctx, svcId)).map(agentRecord);
+      if (user.admin) return agentRecordsJson(await serviceAgents(ctx, svcId));
       if (user.agentId === null) return [];
       const own = await getAgent(ctx, svcId, user.agentId);
       return own ? [agentRecord(own)] : [];
