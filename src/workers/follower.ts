@@ -13,8 +13,24 @@ export interface Follower {
   stop(): Promise<void>;
 }
 
+export interface FollowOptions {
+  /**
+   * Wanted events handled at once (default 1: one after the other). Above 1 the handlers must not
+   * depend on each other's order; their appends then share commits and their enqueues share syncs.
+   * The checkpoint still moves only past events whose handlers, and all earlier ones, finished.
+   */
+  concurrency?: number;
+}
+
 /** Hands `handle` the events of `types` (typed), from the checkpoint `name`. */
-export async function follow<T extends EventType>(ctx: Context, name: string, types: readonly T[], handle: (e: Recorded<T>) => Promise<void>): Promise<Follower> {
+export async function follow<T extends EventType>(
+  ctx: Context,
+  name: string,
+  types: readonly T[],
+  handle: (e: Recorded<T>) => Promise<void>,
+  options: FollowOptions = {},
+): Promise<Follower> {
+  const concurrency = Math.max(1, options.concurrency ?? 1);
   const checkpointName = `worker:${name}`;
   const wanted = eventTypes(...types);
   let position = await ctx.reads.checkpoint(checkpointName);
@@ -40,30 +56,65 @@ export async function follow<T extends EventType>(ctx: Context, name: string, ty
       }
     });
   };
+  /** Events read and not yet passed by the checkpoint, oldest first. */
+  const inFlight: { position: number; finished: boolean; done: Promise<void> }[] = [];
+  let running = 0;
+  let slotFreed: (() => void) | null = null;
+  const advance = () => {
+    let moved = false;
+    while (inFlight[0]?.finished) {
+      position = inFlight.shift()!.position;
+      moved = true;
+    }
+    if (moved) save();
+  };
+  const run = async (e: Recorded<T>) => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await handle(e);
+        return;
+      } catch (err) {
+        ctx.logger.error({ err, worker: name, position: e.position, attempt }, 'worker failed on an event; retrying');
+        if (stopped) throw err;
+        await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** attempt)));
+      }
+    }
+  };
   const loop = (async () => {
     try {
       for await (const e of sub) {
         if (stopped) break;
-        if (wanted.has(e)) {
-          for (let attempt = 0; ; attempt++) {
-            try {
-              await handle(e);
-              break;
-            } catch (err) {
-              ctx.logger.error({ err, worker: name, position: e.position, attempt }, 'worker failed on an event; retrying');
-              if (stopped) return;
-              await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** attempt)));
-            }
-          }
-          position = e.position;
-          save();
-        } else {
-          position = e.position;
+        if (!wanted.has(e)) {
+          const last = inFlight[inFlight.length - 1];
+          if (!last) position = e.position;
+          else if (last.finished) last.position = e.position;
+          else inFlight.push({ position: e.position, finished: true, done: Promise.resolve() });
+          continue;
         }
+        const entry = { position: e.position, finished: false, done: Promise.resolve() };
+        // A handler given up on at stop leaves its event unpassed: the next start handles it again.
+        running++;
+        entry.done = run(e)
+          .then(
+            () => {
+              entry.finished = true;
+              advance();
+            },
+            () => undefined,
+          )
+          .finally(() => {
+            running--;
+            slotFreed?.();
+          });
+        inFlight.push(entry);
+        while (running >= concurrency) await new Promise<void>((r) => (slotFreed = r));
+        slotFreed = null;
+        if (stopped) break;
       }
     } catch (err) {
       if (!stopped) ctx.logger.error({ err, worker: name }, 'worker stopped: event subscription failed');
     }
+    await Promise.all(inFlight.map((x) => x.done));
   })();
   return {
     get position() {

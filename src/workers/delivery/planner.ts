@@ -20,6 +20,8 @@ import type { SubscriberDoc as SubscriberRecord } from '../../projections/subscr
 import { DELIVERY_QUEUE, type DeliveryJob } from './sender.js';
 
 export const PLANNER_CHECKPOINT = 'delivery-planner';
+/** Events the planner handles at once. */
+export const PLANNER_CONCURRENCY = 128;
 
 /**
  * The fields of a subscriber document (read model `subscribers`, one per svc and agent) deliveries
@@ -60,9 +62,17 @@ export class DeliveryPlanner {
   }
 
   async start(): Promise<void> {
-    this.follower = await follow(this.ctx, PLANNER_CHECKPOINT, PLANNED_TYPES, async (e) => {
-      await this.handle(e);
-    });
+    // Deliveries are independent: events read together are planned together, so their
+    // DeliveryRequested appends share a commit and their jobs' enqueues share a sync.
+    this.follower = await follow(
+      this.ctx,
+      PLANNER_CHECKPOINT,
+      PLANNED_TYPES,
+      async (e) => {
+        await this.handle(e);
+      },
+      { concurrency: PLANNER_CONCURRENCY },
+    );
   }
 
   async stop(): Promise<void> {
