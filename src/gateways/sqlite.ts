@@ -24,13 +24,21 @@ export function openSqlite(file: string, synchronous: 'FULL' | 'NORMAL'): Databa
  * the WAL after each commit, but better-sqlite3 runs it on the event loop (~5 ms here, during
  * which nothing else runs). WalSync does that same sync on libuv's thread pool: the caller commits
  * (NORMAL), then awaits `sync()` and acknowledges only after it, which is FULL's guarantee. Calls
- * made while a sync runs share the next one, so a burst of commits costs two syncs, not one each.
- * fdatasync on Linux flushes the file whichever descriptor wrote it.
+ * made while syncs run share the next one, so a burst of commits costs a few syncs, not one each.
+ * Two may run at once, so a commit made while one runs need not wait for it to end. A sync covers
+ * every commit made before it started, whichever finishes first: fdatasync on Linux flushes the
+ * file's dirty pages whichever descriptor wrote them.
  */
+const MAX_SYNCS_RUNNING = 2;
+
 export class WalSync {
   private fd: number | null = null;
-  private running = false;
-  private queue: { resolve: () => void; reject: (err: unknown) => void }[] = [];
+  /** Syncs asked for so far; a sync started after ask n covers it. */
+  private asked = 0;
+  private waiting: { n: number; resolve: () => void; reject: (err: unknown) => void }[] = [];
+  private running = 0;
+  /** The highest ask a running or finished sync covers. */
+  private started = 0;
   private idle: (() => void)[] = [];
   /** Syncs run: what the bench reports as fsyncs. */
   syncs = 0;
@@ -41,14 +49,14 @@ export class WalSync {
   sync(): Promise<void> {
     if (this.dbFile === ':memory:') return Promise.resolve();
     return new Promise((resolve, reject) => {
-      this.queue.push({ resolve, reject });
-      if (!this.running) this.round();
+      this.waiting.push({ n: ++this.asked, resolve, reject });
+      if (this.running < MAX_SYNCS_RUNNING) this.round();
     });
   }
 
   /** Waits for the syncs asked for so far, then closes the descriptor. */
   async close(): Promise<void> {
-    if (this.running) await new Promise<void>((r) => this.idle.push(r));
+    if (this.running > 0) await new Promise<void>((r) => this.idle.push(r));
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
   }
@@ -68,24 +76,29 @@ export class WalSync {
   }
 
   private round() {
-    const batch = this.queue;
-    this.queue = [];
-    this.running = true;
+    const upTo = this.asked;
+    this.started = upTo;
+    this.running++;
     let fd: number;
     try {
       fd = this.open();
     } catch (err) {
-      this.finish(batch, err);
+      this.finish(upTo, err);
       return;
     }
     this.syncs++;
-    fdatasync(fd, (err) => this.finish(batch, err));
+    fdatasync(fd, (err) => this.finish(upTo, err));
   }
 
-  private finish(batch: { resolve: () => void; reject: (err: unknown) => void }[], err: unknown) {
-    this.running = false;
-    for (const w of batch) (err ? w.reject(err) : w.resolve());
-    if (this.queue.length > 0) this.round();
-    else for (const r of this.idle.splice(0)) r();
+  /** Answers every ask up to `upTo` (a sync may finish before an earlier one: it covers its asks too). */
+  private finish(upTo: number, err: unknown) {
+    this.running--;
+    while (this.waiting.length > 0 && this.waiting[0]!.n <= upTo) {
+      const w = this.waiting.shift()!;
+      if (err) w.reject(err);
+      else w.resolve();
+    }
+    if (this.asked > this.started && this.running < MAX_SYNCS_RUNNING) this.round();
+    else if (this.running === 0) for (const r of this.idle.splice(0)) r();
   }
 }

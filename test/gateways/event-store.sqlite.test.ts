@@ -56,3 +56,46 @@ describe('SqliteEventStore group commit', () => {
     await again.close();
   });
 });
+
+describe('SqliteEventStore WAL sync off the event loop', () => {
+  it('answers an append only once synced; until then its events are neither read back nor counted in the head', async () => {
+    const store = new SqliteEventStore(path.join(dir, 'unsynced.db'));
+    await store.appendToStream('s', [{ type: 'A', data: {} }]);
+    let answered = false;
+    const pending = store.appendToStream('s', [{ type: 'B', data: {} }]).then((r) => {
+      answered = true;
+      return r;
+    });
+    // The group commits on the next turn of the loop; its sync runs on the thread pool.
+    await new Promise((r) => setImmediate(r));
+    if (!answered) {
+      // Committed, not yet acknowledged: stored, but no reader may act on it.
+      expect((await store.readStream('s')).map((e) => e.type)).toEqual(['A']);
+      expect((await store.readAll()).map((e) => e.type)).toEqual(['A']);
+      expect(await store.headPosition()).toBe(1);
+    }
+    const r = await pending;
+    expect(r.position).toBe(2);
+    expect((await store.readStream('s')).map((e) => e.type)).toEqual(['A', 'B']);
+    expect((await store.readAll()).map((e) => e.type)).toEqual(['A', 'B']);
+    expect(await store.headPosition()).toBe(2);
+    await store.close();
+  });
+
+  it('shares syncs among appends that commit while one runs', async () => {
+    const store = new SqliteEventStore(path.join(dir, 'syncs.db'));
+    const before = store.stats;
+    // 200 appends in 20 turns of the loop: 20 commits, and fewer syncs than appends.
+    const all: Promise<unknown>[] = [];
+    for (let turn = 0; turn < 20; turn++) {
+      for (let i = 0; i < 10; i++) all.push(store.appendToStream(`s-${turn}-${i}`, [{ type: 'E', data: {} }]));
+      await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(all);
+    const after = store.stats;
+    expect(after.appends - before.appends).toBe(200);
+    expect(after.syncs - before.syncs).toBeGreaterThan(0);
+    expect(after.syncs - before.syncs).toBeLessThanOrEqual(after.commits - before.commits);
+    await store.close();
+  });
+});

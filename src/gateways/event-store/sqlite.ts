@@ -7,7 +7,7 @@
  * only its own append. The WAL is then synced off the event loop (WalSync): transactions committed
  * while a sync runs share the next one. Every caller is answered after the sync covering its commit,
  * so an acknowledged append survives kill -9 and power loss exactly as with synchronous=FULL; until
- * then this process neither announces nor reads back (readAll) those events.
+ * then this process neither announces nor reads back those events.
  */
 import type Database from 'better-sqlite3';
 import { WalSync, openSqlite } from '../sqlite.js';
@@ -66,11 +66,11 @@ export class SqliteEventStore implements EventStore {
   private readonly wal: WalSync;
   private pending: Pending[] = [];
   private flushScheduled = false;
-  /** Groups committed and not yet synced: the first position of each, oldest first. */
-  private unsynced: number[] = [];
+  /** Positions of the events of groups committed and not yet synced, oldest group first. */
+  private unsynced: { lo: number; hi: number }[] = [];
+  /** Positions inserted by the group being committed (a rolled-back savepoint takes its own back). */
+  private inserted: number[] = [];
   private syncing: Promise<void> = Promise.resolve();
-  /** Highest position seen after this process's last commit (its next group's events come after it). */
-  private committed = 0;
   private readonly counts = { commits: 0, appends: 0 };
   private readonly emitter = new EventEmitter();
   private head = 0;
@@ -104,8 +104,8 @@ export class SqliteEventStore implements EventStore {
         'INSERT INTO events (id, stream_id, revision, type, data, metadata, time) VALUES (?, ?, ?, ?, ?, ?, ?)',
       ),
       byId: this.db.prepare<[string], { stream_id: string }>('SELECT stream_id FROM events WHERE id = ?'),
-      readStream: this.db.prepare<[string, number, number], Row>(
-        'SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?',
+      readStream: this.db.prepare<[string, number, number, number], Row>(
+        'SELECT * FROM events WHERE stream_id = ? AND revision >= ? AND position < ? ORDER BY revision LIMIT ?',
       ),
       readAll: this.db.prepare<[number, number, number], Row>('SELECT * FROM events WHERE position > ? AND position < ? ORDER BY position LIMIT ?'),
       head: this.db.prepare<[], { p: number | null }>('SELECT MAX(position) AS p FROM events'),
@@ -114,7 +114,6 @@ export class SqliteEventStore implements EventStore {
       ).raw(),
     };
     this.head = this.stmts.head.get()?.p ?? 0;
-    this.committed = this.head;
   }
 
   /** Commits, the appends they carried and the WAL syncs (fsyncs) they took: what group commit saves. */
@@ -164,6 +163,7 @@ export class SqliteEventStore implements EventStore {
             time,
           );
           position = Number(info.lastInsertRowid);
+          this.inserted.push(position);
         }
         results.push({ nextExpectedRevision: revision, position });
       }
@@ -204,15 +204,18 @@ export class SqliteEventStore implements EventStore {
       return;
     }
     const outcomes: ({ ok: AppendResult[] } | { err: unknown })[] = [];
+    this.inserted = [];
     try {
       // IMMEDIATE: the write lock is taken (waiting out busy_timeout) before the revisions are read.
       // A deferred transaction that reads first fails at once with "database is locked" when
       // another process (ROLES split on one DATA_DIR) committed in between.
       this.db.transaction(() => {
         for (const p of group) {
+          const before = this.inserted.length;
           try {
             outcomes.push({ ok: this.appendTx(p.appends) });
           } catch (err) {
+            this.inserted.length = before;
             outcomes.push({ err }); // its savepoint is rolled back; the others stand
           }
         }
@@ -224,10 +227,10 @@ export class SqliteEventStore implements EventStore {
     }
     this.counts.commits++;
     this.counts.appends += group.length;
-    const newHead = this.stmts.head.get()?.p ?? 0;
-    const grew = newHead > this.committed;
-    if (grew) this.unsynced.push(this.committed + 1);
-    this.committed = Math.max(this.committed, newHead);
+    const grew = this.inserted.length > 0;
+    // One transaction: no one else inserted between its first and last position.
+    const newHead = grew ? Math.max(...this.inserted) : 0;
+    if (grew) this.unsynced.push({ lo: Math.min(...this.inserted), hi: newHead });
     const answer = () => {
       if (grew) {
         this.unsynced.shift();
@@ -248,16 +251,22 @@ export class SqliteEventStore implements EventStore {
     });
   }
 
+  /** Reads see positions below this: not this process's appends committed and not yet synced. */
+  private syncedBelow(): number {
+    return this.unsynced[0]?.lo ?? Number.MAX_SAFE_INTEGER;
+  }
+
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
     this.assertOpen();
-    return this.stmts.readStream.all(streamId, options.fromRevision ?? 0, options.maxCount ?? -1).map(toRecorded);
+    // Committed by this process and not yet synced: invisible until its writer is answered (a command
+    // deciding on a state without it conflicts on appending, and decides again).
+    return this.stmts.readStream.all(streamId, options.fromRevision ?? 0, this.syncedBelow(), options.maxCount ?? -1).map(toRecorded);
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
     this.assertOpen();
     // Not what this process committed and has not yet synced: no one may act on it before its writer is answered.
-    const before = this.unsynced[0] ?? Number.MAX_SAFE_INTEGER;
-    return this.stmts.readAll.all(options.after ?? 0, before, options.maxCount ?? -1).map(toRecorded);
+    return this.stmts.readAll.all(options.after ?? 0, this.syncedBelow(), options.maxCount ?? -1).map(toRecorded);
   }
 
   /**
@@ -282,6 +291,10 @@ export class SqliteEventStore implements EventStore {
 
   private headQuery: Promise<number> | null = null;
 
+  /**
+   * The position a reader must wait for to see every acknowledged append: the log's head, less this
+   * process's appends committed and not yet synced (no one was answered for those yet).
+   */
   headPosition(): Promise<number> {
     this.assertOpen();
     // Another process may share the file (ROLES split on one host): read the real head. Every request
@@ -290,8 +303,12 @@ export class SqliteEventStore implements EventStore {
     this.headQuery ??= new Promise((resolve) =>
       setImmediate(() => {
         this.headQuery = null;
-        if (!this.closed) this.head = Math.max(this.head, this.stmts.head.get()?.p ?? 0);
-        resolve(this.head);
+        let head = this.closed ? this.head : Math.max(this.head, this.stmts.head.get()?.p ?? 0);
+        for (let i = this.unsynced.length - 1; i >= 0; i--) {
+          const r = this.unsynced[i]!;
+          if (head >= r.lo && head <= r.hi) head = r.lo - 1;
+        }
+        resolve(head);
       }),
     );
     return this.headQuery;
