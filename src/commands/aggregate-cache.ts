@@ -125,6 +125,17 @@ export class AggregateCache {
     return { state: state as S, revision, position };
   }
 
+  /**
+   * The cached state without asking the store whether it moved on (undefined when none is cached).
+   * Only for a caller that checks it: an append with its revision conflicts if it is stale.
+   */
+  peek<S>(streamId: string, folder: Folder<S, any>): Loaded<S> | undefined {
+    const entry = this.entries.get(this.key(streamId, folder as Folder<unknown, unknown>));
+    if (!entry) return undefined;
+    this.hits++;
+    return { state: entry.state as S, revision: entry.revision, position: entry.position };
+  }
+
   /** Records the state after an append of ours (only when the append stored exactly what we folded). */
   remember<S>(streamId: string, folder: Folder<S, any>, loaded: Loaded<S>) {
     const f = folder as Folder<unknown, unknown>;

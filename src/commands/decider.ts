@@ -163,11 +163,34 @@ export async function handleCommand<C, S, E extends DomainEvent>(
 ): Promise<CommandResult<S, E>> {
   const cache = aggregateCache(store);
   const maxAttempts = options.maxAttempts ?? RETRY.maxAttempts;
+  // First on the cached state without a read: a command that appends is checked by its expected
+  // revision anyway. Only an answer without events (a refusal, nothing to do) is checked against the
+  // store first, since no append would tell that the cache was behind (another process wrote).
+  const peeked = cache.peek(streamId, decider);
+  let next: { loaded: Loaded<S>; checked: boolean } | undefined = peeked && { loaded: peeked, checked: false };
   for (let attempt = 1; ; attempt++) {
-    await pause(RETRY.pauseMs(attempt));
-    const { state, revision, position } = await cache.load(streamId, decider, toDomain<E>);
-    const events = decider.decide(command, state);
-    if (events.length === 0) return { events, state, revision, position };
+    if (!next) await pause(RETRY.pauseMs(attempt));
+    const { loaded, checked } = next ?? { loaded: await cache.load(streamId, decider, toDomain<E>), checked: true };
+    next = undefined;
+    const { state, revision, position } = loaded;
+    const stale = async () => {
+      if (checked) return false;
+      const fresh = await cache.load(streamId, decider, toDomain<E>);
+      if (fresh.revision === revision) return false;
+      next = { loaded: fresh, checked: true };
+      return true;
+    };
+    let events: E[];
+    try {
+      events = decider.decide(command, state);
+    } catch (err) {
+      if (await stale()) continue;
+      throw err;
+    }
+    if (events.length === 0) {
+      if (await stale()) continue;
+      return { events, state, revision, position };
+    }
     try {
       const result = await store.appendToStream(streamId, events.map((e, i) => toNew(e, i, options)), { expectedRevision: expectedOf(revision) });
       if (result.nextExpectedRevision !== revision + events.length) {

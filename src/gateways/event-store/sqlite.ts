@@ -114,6 +114,11 @@ export class SqliteEventStore implements EventStore {
       ).raw(),
     };
     this.head = this.stmts.head.get()?.p ?? 0;
+    this.appendTx = this.db.transaction((batch: StreamAppend[]) => this.appendBatch(batch));
+    // IMMEDIATE: the write lock is taken (waiting out busy_timeout) before the revisions are read.
+    // A deferred transaction that reads first fails at once with "database is locked" when
+    // another process (ROLES split on one DATA_DIR) committed in between.
+    this.groupTx = this.db.transaction((run: () => void) => run()).immediate;
   }
 
   /** Commits, the appends they carried and the WAL syncs (fsyncs) they took: what group commit saves. */
@@ -127,48 +132,51 @@ export class SqliteEventStore implements EventStore {
   }
 
   /** One command's appends; called inside the group's transaction, so this is a savepoint. */
-  private appendTx = (appends: StreamAppend[]): AppendResult[] =>
-    this.db.transaction((batch: StreamAppend[]) => {
-      const results: AppendResult[] = [];
-      for (const { streamId, events, expectedRevision } of batch) {
-        const last = this.stmts.streamHead.get(streamId);
-        let revision = last?.revision ?? -1;
-        let position = last?.position ?? 0;
-        // Idempotent retry: events whose ids are already stored (in this stream) are skipped.
-        const fresh = events.filter((e) => {
-          if (!e.id) return true;
-          const found = this.stmts.byId.get(e.id);
-          if (found && found.stream_id !== streamId) {
-            throw new Error(`event id ${e.id} already used in stream ${found.stream_id}`);
-          }
-          return !found;
-        });
-        if (fresh.length === 0 && events.length > 0) {
-          results.push({ nextExpectedRevision: revision, position });
-          continue;
+  private readonly appendTx: (appends: StreamAppend[]) => AppendResult[];
+  /** The group's transaction (wrappers made once: making one per call showed in profiles). */
+  private readonly groupTx: (run: () => void) => void;
+
+  private appendBatch(batch: StreamAppend[]): AppendResult[] {
+    const results: AppendResult[] = [];
+    for (const { streamId, events, expectedRevision } of batch) {
+      const last = this.stmts.streamHead.get(streamId);
+      let revision = last?.revision ?? -1;
+      let position = last?.position ?? 0;
+      // Idempotent retry: events whose ids are already stored (in this stream) are skipped.
+      const fresh = events.filter((e) => {
+        if (!e.id) return true;
+        const found = this.stmts.byId.get(e.id);
+        if (found && found.stream_id !== streamId) {
+          throw new Error(`event id ${e.id} already used in stream ${found.stream_id}`);
         }
-        if (!matchesExpected(expectedRevision, revision)) {
-          throw new WrongExpectedRevisionError(streamId, expectedRevision, revision);
-        }
-        const time = this.clock();
-        for (const e of fresh) {
-          revision += 1;
-          const info = this.stmts.insert.run(
-            e.id ?? uuidv4(),
-            streamId,
-            revision,
-            e.type,
-            JSON.stringify(e.data ?? null),
-            JSON.stringify(e.metadata ?? {}),
-            time,
-          );
-          position = Number(info.lastInsertRowid);
-          this.inserted.push(position);
-        }
+        return !found;
+      });
+      if (fresh.length === 0 && events.length > 0) {
         results.push({ nextExpectedRevision: revision, position });
+        continue;
       }
-      return results;
-    })(appends);
+      if (!matchesExpected(expectedRevision, revision)) {
+        throw new WrongExpectedRevisionError(streamId, expectedRevision, revision);
+      }
+      const time = this.clock();
+      for (const e of fresh) {
+        revision += 1;
+        const info = this.stmts.insert.run(
+          e.id ?? uuidv4(),
+          streamId,
+          revision,
+          e.type,
+          JSON.stringify(e.data ?? null),
+          JSON.stringify(e.metadata ?? {}),
+          time,
+        );
+        position = Number(info.lastInsertRowid);
+        this.inserted.push(position);
+      }
+      results.push({ nextExpectedRevision: revision, position });
+    }
+    return results;
+  }
 
   async appendToStream(
     streamId: string,
@@ -206,10 +214,7 @@ export class SqliteEventStore implements EventStore {
     const outcomes: ({ ok: AppendResult[] } | { err: unknown })[] = [];
     this.inserted = [];
     try {
-      // IMMEDIATE: the write lock is taken (waiting out busy_timeout) before the revisions are read.
-      // A deferred transaction that reads first fails at once with "database is locked" when
-      // another process (ROLES split on one DATA_DIR) committed in between.
-      this.db.transaction(() => {
+      this.groupTx(() => {
         for (const p of group) {
           const before = this.inserted.length;
           try {
@@ -219,7 +224,7 @@ export class SqliteEventStore implements EventStore {
             outcomes.push({ err }); // its savepoint is rolled back; the others stand
           }
         }
-      }).immediate();
+      });
     } catch (err) {
       // The commit itself failed: nothing of the group is stored.
       for (const p of group) p.reject(err);

@@ -150,6 +150,21 @@ describe('handleCommand', () => {
     expect(r.state).toEqual({ total: 17 });
     expect(reads).toEqual([0, 3]);
   });
+
+  it('appends on the cached state without reading; a cache left behind by another writer is caught by the conflict', async () => {
+    await given('counter-1', 1, 2);
+    const reads: (number | undefined)[] = [];
+    const spy = { readStream: (id: string, o?: { fromRevision?: number }) => (reads.push(o?.fromRevision), store.readStream(id, o)), appendToStream: store.appendToStream.bind(store) };
+    const d = counter();
+    await handleCommand(spy as unknown as EventStore, 'counter-1', d, { type: 'Add', by: 4 });
+    await handleCommand(spy as unknown as EventStore, 'counter-1', d, { type: 'Add', by: 1 });
+    expect(reads).toEqual([0]);
+    await store.appendToStream('counter-1', [{ type: 'Added', data: { by: 10, total: 18 } }]);
+    const r = await handleCommand(spy as unknown as EventStore, 'counter-1', d, { type: 'Add', by: 2 });
+    expect(r.state).toEqual({ total: 20 });
+    expect(reads).toEqual([0, 4]);
+    expect((await thenStream('counter-1')).at(-1)).toEqual({ by: 2, total: 20 });
+  });
 });
 
 describe('handleStreams (several streams, one transaction)', () => {
