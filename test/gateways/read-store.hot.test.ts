@@ -23,6 +23,18 @@ describe('HotReadStore', () => {
     await store.close();
   });
 
+  it('keeps find answers until the collection is written; a caller changing its array changes nothing', async () => {
+    const store = new HotReadStore(new SqliteReadStore(':memory:'), new Set(['agents']));
+    await store.commit([{ collection: 'agents', id: 'a1', doc: { svc: 1, n: 1 } }, { collection: 'agents', id: 'a2', doc: { svc: 1, n: 2 } }], {});
+    const first = await store.find('agents', { svc: 1 });
+    first.reverse().pop();
+    expect(await store.find('agents', { svc: 1 })).toEqual([{ svc: 1, n: 1 }, { svc: 1, n: 2 }]);
+    await store.commit([{ collection: 'agents', id: 'a3', doc: { svc: 1, n: 3 } }, { collection: 'agents', id: 'a1', doc: null }], {});
+    expect(await store.find('agents', { svc: 1 })).toEqual([{ svc: 1, n: 2 }, { svc: 1, n: 3 }]);
+    expect(await store.find('agents', { svc: 1 }, { limit: 1 })).toEqual([{ svc: 1, n: 2 }]);
+    await store.close();
+  });
+
   it('a commit that lands while the collection loads is not lost', async () => {
     const inner = new SqliteReadStore(':memory:');
     await inner.commit([{ collection: 'agents', id: 'a1', doc: { n: 1 } }], {});

@@ -12,11 +12,16 @@ import type { Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from '.
 
 type Collection = Map<string, Doc>;
 
+/** Distinct `find` questions per collection whose answers are kept (a few per service in practice). */
+const MAX_FOUND = 1000;
+
 export class HotReadStore implements ReadStore {
   private readonly loaded = new Map<string, Collection>();
   /** Per hot collection, the log position each document was last written at (where the store keeps one). */
   private readonly positions = new Map<string, Map<string, number>>();
   private readonly loading = new Map<string, { promise: Promise<Collection>; writes: DocWrite[] }>();
+  /** Answers of `find` (a scan and a sort) kept until their collection is next written. */
+  private readonly found = new Map<string, Map<string, Doc[]>>();
 
   constructor(
     readonly inner: ReadStore,
@@ -58,6 +63,7 @@ export class HotReadStore implements ReadStore {
 
   private remember(w: DocWrite) {
     if (!this.hot.has(w.collection)) return;
+    this.found.delete(w.collection);
     const c = this.loaded.get(w.collection);
     if (c) apply(c, this.positions.get(w.collection)!, w);
     else this.loading.get(w.collection)?.writes.push(w);
@@ -81,6 +87,11 @@ export class HotReadStore implements ReadStore {
   async find<T extends Doc = Doc>(collection: string, where: Record<string, Scalar> = {}, options: FindOptions = {}): Promise<T[]> {
     if (!this.hot.has(collection)) return this.inner.find<T>(collection, where, options);
     const c = this.loaded.get(collection) ?? (await this.collection(collection));
+    const key = `${JSON.stringify(where)}\u0000${JSON.stringify(options)}`;
+    let answers = this.found.get(collection);
+    const known = answers?.get(key);
+    // A copy: callers may sort or cut the array they get.
+    if (known) return known.slice() as T[];
     const fields = Object.entries(where);
     const out: { id: string; doc: Doc }[] = [];
     for (const [id, doc] of c) {
@@ -93,7 +104,10 @@ export class HotReadStore implements ReadStore {
       out.sort((a, b) => dir * compareSql(a.doc[order.field], b.doc[order.field]) || compareText(a.id, b.id));
     } else out.sort((a, b) => compareText(a.id, b.id));
     const docs = (options.limit !== undefined ? out.slice(0, options.limit) : out).map((x) => x.doc as T);
-    return docs;
+    if (!answers) this.found.set(collection, (answers = new Map()));
+    if (answers.size >= MAX_FOUND) answers.clear();
+    answers.set(key, docs);
+    return docs.slice();
   }
 
   async commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void> {
