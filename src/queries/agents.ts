@@ -4,7 +4,7 @@ import type { AuthUser } from '../domain/auth-user.js';
 import { forbidden, invalid, notFound } from '../domain/errors.js';
 import { isFree } from '../commands/agent/agent.js';
 import { agentKey, type AgentDoc } from '../projections/agents.js';
-import { RawJson, jsonArray, jsonOf } from './json.js';
+import { RawJson, jsonArrayOnce, jsonOf } from './json.js';
 
 export function agentRecord(a: AgentDoc) {
   return {
@@ -29,7 +29,9 @@ const recordJson = new WeakMap<AgentDoc, string>();
 /** JSON.stringify(agentRecord(a)), once per document. */
 export const agentRecordJson = (a: AgentDoc) => jsonOf(recordJson, a, agentRecord);
 /** The JSON answer of a list of agent records. */
-export const agentRecordsJson = (agents: AgentDoc[]) => new RawJson(jsonArray(agents.map(agentRecordJson)));
+export const agentRecordsJson = (agents: AgentDoc[]) => new RawJson(agentRecordsArray(agents));
+/** The JSON array of the agents' records (the last one per service reused while unchanged). */
+export const agentRecordsArray = (agents: AgentDoc[]) => jsonArrayOnce(`records|${agents[0]?.svcId}`, agents.map(agentRecordJson));
 
 /** The service's provisioned agents, by id. */
 export async function serviceAgents(ctx: Context, svcId: number): Promise<AgentDoc[]> {

@@ -5,22 +5,31 @@ import type { ServiceDoc } from '../projections/services.js';
 import { dashboardStatus, isFree } from '../commands/agent/agent.js';
 import { dayOf } from '../domain/time.js';
 import { notFound } from '../domain/errors.js';
-import { agentRecordJson, serviceAgents } from './agents.js';
-import { RawJson, jsonArray, slot, stringifyWith } from './json.js';
+import { agentRecordJson, agentRecordsArray, serviceAgents } from './agents.js';
+import { RawJson, jsonArray, jsonArrayOnce, slot, stringifyWith } from './json.js';
 import type { AgentDoc } from '../projections/agents.js';
 import { callStatsKey, type CallStatsDoc, type QueuedCallerDoc } from '../projections/calls.js';
 
-/** Per agent document, its agentsData entry as JSON up to `"status":` (the status moves with the clock). */
-const agentDataHead = new WeakMap<AgentDoc, string>();
+/**
+ * Per agent document, its agentsData entry as JSON: the part before the status (which moves with the
+ * clock) and the whole entry for the last status seen (the same string while the status holds).
+ */
+const agentData = new WeakMap<AgentDoc, { head: string; status: string; json: string }>();
 
 function agentDataJson(a: AgentDoc, now: number): string {
-  let head = agentDataHead.get(a);
-  if (head === undefined) {
+  const status = dashboardStatus(a, now);
+  let e = agentData.get(a);
+  if (e === undefined) {
     const skills = a.skills.map((k) => ({ id: a.agentId * 1000 + k.skillId, agent_id: a.agentId, skill_id: k.skillId, skill_level: k.level }));
-    head = JSON.stringify({ skills, number: a.number, name: a.name, id: a.agentId, sip: a.sip, status: null }).slice(0, -'null}'.length);
-    agentDataHead.set(a, head);
+    const head = JSON.stringify({ skills, number: a.number, name: a.name, id: a.agentId, sip: a.sip, status: null }).slice(0, -'null}'.length);
+    e = { head, status: '', json: '' };
+    agentData.set(a, e);
   }
-  return `${head}${JSON.stringify(dashboardStatus(a, now))}}`;
+  if (e.json === '' || e.status !== status) {
+    e.status = status;
+    e.json = `${e.head}${JSON.stringify(status)}}`;
+  }
+  return e.json;
 }
 
 /** The dashboard answer, serialized (agent entries from their cached JSON). */
@@ -57,5 +66,8 @@ export async function dashboard(ctx: Context, user: AuthUser, svcId: number): Pr
       busyAgents: all.filter((a) => a.call !== null).length,
     },
   };
-  return new RawJson(stringifyWith(body, [jsonArray(visible.map(agentRecordJson)), jsonArray(visible.map((a) => agentDataJson(a, now)))]));
+  const who = user.admin ? 'all' : `agent ${user.agentId}`;
+  const agents = user.admin ? agentRecordsArray(visible) : jsonArray(visible.map(agentRecordJson));
+  const agentsData = jsonArrayOnce(`agentsData|${svcId}|${who}`, visible.map((a) => agentDataJson(a, now)));
+  return new RawJson(stringifyWith(body, [agents, agentsData]));
 }

@@ -1,0 +1,57 @@
+/** follow(): at-least-once handling from a checkpoint; with concurrency, handlers overlap but the checkpoint passes only finished events. */
+import { afterEach, describe, expect, it } from 'vitest';
+import pino from 'pino';
+import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
+import { SqliteReadStore } from '../../src/gateways/read-store/sqlite.js';
+import { follow } from '../../src/workers/follower.js';
+import type { Context } from '../../src/context.js';
+import type { RecordedEvent } from '../../src/gateways/event-store/port.js';
+import { until } from '../support/until.js';
+
+const open: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  for (const s of open.splice(0)) await s.close();
+});
+
+function context() {
+  const events = new SqliteEventStore(':memory:');
+  const reads = new SqliteReadStore(':memory:');
+  open.push(events, reads);
+  return { events, reads, ctx: { events, reads, logger: pino({ level: 'silent' }) } as unknown as Context };
+}
+
+describe('follow', () => {
+  it('with concurrency, runs handlers at once; the checkpoint never passes an event whose handler has not finished', async () => {
+    const { events, reads, ctx } = context();
+    for (let i = 0; i < 6; i++) await events.appendToStream(`s-${i}`, [{ type: i === 3 ? 'Other' : 'Wanted', data: { i } }]);
+    const release = new Map<number, () => void>();
+    const started: number[] = [];
+    const follower = await follow(
+      ctx,
+      'test',
+      ['Wanted'],
+      (e: RecordedEvent) =>
+        new Promise<void>((resolve) => {
+          started.push(e.position);
+          release.set(e.position, resolve);
+        }),
+      { concurrency: 3 },
+    );
+    // Three at once (positions 1, 2, 3), the fourth waits for a slot.
+    await until(() => started.length === 3, 'three handlers to start');
+    expect(started).toEqual([1, 2, 3]);
+    release.get(2)!();
+    release.get(3)!();
+    // Two slots free: 5 and 6 start (4 is not wanted); 1 still runs, so the checkpoint stays before it.
+    await until(() => started.length === 5, 'the handlers of 5 and 6 to start');
+    expect(started).toEqual([1, 2, 3, 5, 6]);
+    expect(follower.position).toBe(0);
+    release.get(1)!();
+    await until(() => follower.position === 4, 'the checkpoint to pass 1 to 4');
+    release.get(6)!();
+    release.get(5)!();
+    await until(() => follower.position === 6, 'the checkpoint to reach the end');
+    await follower.stop();
+    expect(await reads.checkpoint('worker:test')).toBe(6);
+  });
+});
