@@ -5,7 +5,6 @@ import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
 import { SqliteReadStore } from '../../src/gateways/read-store/sqlite.js';
 import { follow } from '../../src/workers/follower.js';
 import type { Context } from '../../src/context.js';
-import type { RecordedEvent } from '../../src/gateways/event-store/port.js';
 import { until } from '../support/until.js';
 
 const open: { close(): Promise<void> }[] = [];
@@ -23,14 +22,14 @@ function context() {
 describe('follow', () => {
   it('with concurrency, runs handlers at once; the checkpoint never passes an event whose handler has not finished', async () => {
     const { events, reads, ctx } = context();
-    for (let i = 0; i < 6; i++) await events.appendToStream(`s-${i}`, [{ type: i === 3 ? 'Other' : 'Wanted', data: { i } }]);
+    for (let i = 0; i < 6; i++) await events.appendToStream(`s-${i}`, [{ type: i === 3 ? 'AgentLoggedIn' : 'SmsRequested', data: { i } }]);
     const release = new Map<number, () => void>();
     const started: number[] = [];
     const follower = await follow(
       ctx,
       'test',
-      ['Wanted'],
-      (e: RecordedEvent) =>
+      ['SmsRequested'],
+      (e) =>
         new Promise<void>((resolve) => {
           started.push(e.position);
           release.set(e.position, resolve);
