@@ -29,7 +29,11 @@ describe('send-sms through the simulator outbox', () => {
       return box.find((m: { id: string }) => m.id === id);
     }, 'the SMS in the outbox');
     expect(sent).toEqual({ id, svcId: 101, number: '9876543210', message: 'Your ticket 42 is closed', time: expect.any(Number) });
-    const types = (await s.platform.ctx.events.readStream(`sms-${id}`)).map((e) => e.type);
+    // The worker records SmsSent after the switch took the message: on the log once that append is synced.
+    const types = await eventually(async () => {
+      const t = (await s.platform.ctx.events.readStream(`sms-${id}`)).map((e) => e.type);
+      return t.length === 2 ? t : null;
+    }, 'SmsSent on the log');
     expect(types).toEqual(['SmsRequested', 'SmsSent']);
   });
 
