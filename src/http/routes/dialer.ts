@@ -24,6 +24,8 @@ async function readUpload(upload: UploadedFile): Promise<ReadFile> {
     if ((upload.file as { truncated?: boolean }).truncated) throw new AppError('PAYLOAD_TOO_LARGE', `file: over the upload limit of ${UPLOAD_LIMIT} bytes`);
     return { fileName: upload.filename, contacts, skipped: r.skipped };
   } catch (err) {
+    // Busboy stops the stream at the limit, so a cut-off file may fail to parse first: still 413.
+    if ((upload.file as { truncated?: boolean }).truncated) throw new AppError('PAYLOAD_TOO_LARGE', `file: over the upload limit of ${UPLOAD_LIMIT} bytes`);
     if (err instanceof SpreadsheetError) {
       throw err.kind === 'too_large' ? new AppError('PAYLOAD_TOO_LARGE', `file: ${err.message}`) : invalid(`file: ${err.message}`);
     }
