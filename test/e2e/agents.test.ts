@@ -96,6 +96,9 @@ describe('agents and the dashboard over HTTP', () => {
     expect(await json(await patch('number=9100009999', BALA))).toEqual({ status: 200, body: { number: '9100009999' } });
     expect(await json(await patch('number=9100001002&agent-number=9100009999', ADMIN))).toEqual({ status: 200, body: { number: '9100001002' } });
     expect(await json(await patch('name=Bala%20K&number=9100001002&agent-number=9100001002', BALA))).toEqual({ status: 200, body: { name: 'Bala K' } });
+    // The form is picked by the parameters present: beside name (or status) a number is ignored, even a malformed one.
+    expect(await json(await patch('name=Bala%20K&number=123&agent-number=9100001002', BALA))).toEqual({ status: 200, body: { name: 'Bala K' } });
+    expect(await json(await patch('status=0&number=oops', BALA))).toEqual({ status: 200, body: { status: 0, break: -1 } });
     const agents = await (await s.api('/api/v1/agents')).json();
     expect(agents.find((a: { id: number }) => a.id === 1002)).toMatchObject({ name: 'Bala K', number: '9100001002' });
   });

@@ -7,6 +7,7 @@ import { handleCommand } from '../../commands/decider.js';
 import { agentDecider, type AgentCommand } from '../../commands/agent/agent.js';
 import { streams } from '../../domain/streams.js';
 import { conflict, invalid } from '../../domain/errors.js';
+import { PHONE_RE } from '../../domain/phone.js';
 import type { Context } from '../../context.js';
 import type { AgentDoc } from '../../projections/agents.js';
 import { agentsAsOf, pastInstant } from '../../analytics/queries.js';
@@ -56,7 +57,8 @@ export const agentRoutes: RouteRegistrar = (app, ctx) => {
       status: { type: 'integer', description: '0 login, 2 logout' },
       break: { type: 'integer', description: 'break code 0-7' },
       name: { type: 'string', maxLength: 100 },
-      number: { type: 'phone', description: 'new number of the agent' },
+      // Checked only in the change-number form: beside `name` a `number` is ignored (CONTRACT section 11).
+      number: { type: 'string', maxLength: 100, description: 'new number of the agent (6 to 15 digits, an optional leading +)' },
       'agent-number': { type: 'phone', description: 'the agent to change (admin credentials)' },
       'agent-sip': { type: 'string', maxLength: 100 },
       'svc-id': { type: 'integer', min: 1 },
@@ -79,7 +81,8 @@ export const agentRoutes: RouteRegistrar = (app, ctx) => {
         const s = await runAgentCommand(ctx, agent, { type: 'ChangeName', name: p.name.trim(), time });
         return { name: s.name };
       }
-      const number = p.number!;
+      const number = p.number!.trim();
+      if (!PHONE_RE.test(number)) throw invalid('number must be a phone number of 6 to 15 digits');
       const holder = await findAgent(ctx, svcId, { agentNumber: number }).catch(() => null);
       if (holder && holder.agentId !== agent.agentId) throw conflict(`number ${number} belongs to another agent of service ${svcId}`);
       const s = await runAgentCommand(ctx, agent, { type: 'ChangeNumber', number, time });
