@@ -6,6 +6,7 @@ import pino, { type Logger } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { createPlatform, type Platform } from '../../src/platform.js';
 import type { SmsGateway } from '../../src/gateways/sms/port.js';
+import { enginesFor, onEngines, type Engines } from './engines.js';
 
 export const OPERATOR_TOKEN = 'test-operator-token';
 export const exampleDoc = () =>
@@ -15,6 +16,8 @@ export interface TestServer {
   url: string;
   dataDir: string;
   platform: Platform;
+  /** With E2E_ENGINES=doubles: the KurrentDB and MongoDB doubles this server runs on. */
+  engines: Engines | null;
   /** fetch against the server with Basic credentials. */
   api(pathAndQuery: string, init?: RequestInit & { auth?: [string, string] | null; form?: Record<string, string> }): Promise<Response>;
   ops(pathAndQuery: string, init?: RequestInit & { json?: unknown }): Promise<Response>;
@@ -26,6 +29,8 @@ export async function startServer(
   options: { dataDir?: string; now?: () => number; sms?: SmsGateway; logger?: Logger } = {},
 ): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), 'ct-e2e-'));
+  // E2E_ENGINES=doubles: the same test on KurrentDB + MongoDB (+ Redis) doubles; the test's own env wins.
+  const engines = onEngines ? await enginesFor(dataDir) : null;
   const config = loadConfig({
     PORT: '0',
     SOCKET_PORT: '0',
@@ -34,6 +39,7 @@ export async function startServer(
     RATE_LIMIT_RPS: '0',
     WEBHOOK_ALLOW_PRIVATE: 'true',
     LOG_LEVEL: 'silent',
+    ...engines?.env,
     ...env,
   });
   const platform = await createPlatform(config, { logger: options.logger ?? pino({ level: 'silent' }), now: options.now, sms: options.sms });
@@ -65,10 +71,13 @@ export async function startServer(
     url,
     dataDir,
     platform,
+    engines,
     api,
     ops,
     async stop({ keepData = false } = {}) {
       await platform.stop();
+      // Kept data keeps its engines too: a restart on this DATA_DIR finds the same log and read models.
+      if (!keepData) await engines?.stop();
       if (!keepData && !options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };

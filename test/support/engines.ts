@@ -1,0 +1,82 @@
+/**
+ * The end-to-end suite pointed at the production engines instead of the embedded SQLite stores.
+ *
+ * `E2E_ENGINES=doubles`: every server `startServer` starts gets its own fresh KurrentDB gRPC double
+ * (EVENTSTORE_URL) and MongoDB wire-protocol double (MONGODB_URL), in this test process; with
+ * `E2E_REDIS_URL` set it also runs its jobs on that Redis (REDIS_URL) under a prefix of its own.
+ * A server restarted on the same DATA_DIR (`stop({ keepData: true })` then `startServer(.., { dataDir })`)
+ * finds the same doubles and prefix again, as a restarted process finds the same servers.
+ *
+ * `E2E_ENGINES=real` is not offered: a unique MongoDB database per server is easy, but a KurrentDB
+ * log cannot be split per server (the adapter has no stream prefix, and `$all`, which the projector
+ * reads, is the whole log), so every test would see every other test's services, calls and agents.
+ * Real servers are exercised by `npm run test:engines` (the port contract suites) instead.
+ */
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { KurrentDbDouble } from './kurrentdb-double.js';
+import { MongoDouble } from './mongo-double/server.js';
+
+export type EngineMode = 'doubles' | null;
+
+export function engineMode(): EngineMode {
+  const mode = process.env.E2E_ENGINES?.trim();
+  if (!mode || mode === 'sqlite') return null;
+  if (mode === 'doubles') return 'doubles';
+  throw new Error(`E2E_ENGINES=${mode}: only "doubles" is supported (see test/support/engines.ts for why not "real")`);
+}
+
+/** True when the e2e suite runs on the engines: tests about the embedded SQLite files skip. */
+export const onEngines = engineMode() !== null;
+
+export interface Engines {
+  env: Record<string, string>;
+  kurrent: KurrentDbDouble;
+  mongo: MongoDouble;
+  redisPrefix: string | null;
+  stop(): Promise<void>;
+}
+
+const byDataDir = new Map<string, Engines>();
+
+/** The engines a server on `dataDir` runs against: the same ones again after a restart on that DATA_DIR. */
+export async function enginesFor(dataDir: string): Promise<Engines> {
+  const known = byDataDir.get(dataDir);
+  if (known) return known;
+  const kurrent = new KurrentDbDouble();
+  const mongo = new MongoDouble();
+  const eventStoreUrl = await kurrent.start();
+  await mongo.start();
+  const redisUrl = process.env.E2E_REDIS_URL?.trim() || null;
+  const redisPrefix = redisUrl ? `e2e-${randomUUID().slice(0, 8)}` : null;
+  const env: Record<string, string> = { EVENTSTORE_URL: eventStoreUrl, MONGODB_URL: mongo.url('telephony') };
+  if (redisUrl && redisPrefix) Object.assign(env, { REDIS_URL: redisUrl, REDIS_PREFIX: redisPrefix });
+  const engines: Engines = {
+    env,
+    kurrent,
+    mongo,
+    redisPrefix,
+    async stop() {
+      byDataDir.delete(dataDir);
+      await kurrent.stop();
+      await mongo.stop();
+      if (redisUrl && redisPrefix) await dropPrefix(redisUrl, redisPrefix);
+    },
+  };
+  byDataDir.set(dataDir, engines);
+  return engines;
+}
+
+async function dropPrefix(url: string, prefix: string) {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
