@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_TOKEN, exampleDoc, startProvisioned, startServer } from '../support/server.js';
 import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
 import { MongoDouble } from '../support/mongo-double/server.js';
+import { engineEnv, engineStream, onEngines } from '../support/engines.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 let work: string;
@@ -67,7 +68,8 @@ class ServerProcess {
 
   static async start(dataDir: string, env: Record<string, string> = {}): Promise<ServerProcess> {
     const proc = spawn(process.execPath, [path.join(out, 'src/main.js')], {
-      env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, OPERATOR_TOKEN, RATE_LIMIT_RPS: '0', LOG_LEVEL: 'info', ...env },
+      // E2E_ENGINES=doubles: the process runs on the same engine doubles as a startServer on this DATA_DIR.
+      env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, OPERATOR_TOKEN, RATE_LIMIT_RPS: '0', LOG_LEVEL: 'info', ...(await engineEnv(dataDir)), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const server = new ServerProcess(proc);
@@ -191,8 +193,9 @@ describe('the server as a process', () => {
     expect(acknowledged.length).toBeGreaterThanOrEqual(60);
 
     const store = new SqliteEventStore(path.join(dataDir, 'events.db'));
+    const readStream = async (id: string) => engineStream(dataDir, id) ?? (await store.readStream(id));
     try {
-      for (const id of acknowledged) expect((await store.readStream(`sms-${id}`)).map((e) => e.type)).toContain('SmsRequested');
+      for (const id of acknowledged) expect((await readStream(`sms-${id}`)).map((e) => e.type)).toContain('SmsRequested');
     } finally {
       await store.close();
     }
@@ -218,8 +221,9 @@ describe('the server as a process', () => {
       await Promise.all([a.exited, b.exited]);
     }
     const store = new SqliteEventStore(path.join(dataDir, 'events.db'));
+    const readStream = async (id: string) => engineStream(dataDir, id) ?? (await store.readStream(id));
     try {
-      const started = (await store.readStream('agent-101-1001')).filter((e) => e.type === 'AgentBreakStarted');
+      const started = (await readStream('agent-101-1001')).filter((e) => e.type === 'AgentBreakStarted');
       expect(started.map((e) => (e.data as { code: number }).code)).toEqual([1, 5, 3, 5, 1, 5, 3, 5, 1, 5, 3, 5]);
     } finally {
       await store.close();
@@ -264,7 +268,8 @@ describe('telephony CLI', () => {
       timeout: 30_000,
     });
 
-  it('provision FILE on a DATA_DIR; a server started on it authenticates the provisioned users', async () => {
+  // The CLI runs under spawnSync: the in-process engine doubles could not answer it meanwhile.
+  it.skipIf(onEngines)('provision FILE on a DATA_DIR; a server started on it authenticates the provisioned users', async () => {
     const dataDir = newDataDir();
     const file = writeDoc(exampleDoc());
     const first = cli(['provision', file], dataDir);
@@ -291,7 +296,8 @@ describe('telephony CLI', () => {
     }
   });
 
-  it('replay rebuilds the read models of a stopped server: the contract\'s last line, exit 0; export calls works without a server', async () => {
+  // The CLI runs under spawnSync: the in-process engine doubles could not answer it meanwhile.
+  it.skipIf(onEngines)('replay rebuilds the read models of a stopped server: the contract\'s last line, exit 0; export calls works without a server', async () => {
     const dataDir = newDataDir();
     try {
       expect(cli(['provision', writeDoc(exampleDoc())], dataDir).status).toBe(0);

@@ -110,7 +110,7 @@ describe('the platform on MONGODB_URL (MongoDB wire-protocol double)', () => {
   it('an api process without the projector reads its own writes through the checkpoints stored in MongoDB', async () => {
     // The projector and workers in one platform, the api alone in another, sharing the log and the database.
     const projector = await createPlatform(
-      loadConfig({ ...env(), ROLES: 'projector,worker', DATA_DIR: s.dataDir, PORT: '0', SOCKET_PORT: '0', OPERATOR_TOKEN: 'x', LOG_LEVEL: 'silent' }),
+      loadConfig({ ...s.engines?.env, ...env(), ROLES: 'projector,worker', DATA_DIR: s.dataDir, PORT: '0', SOCKET_PORT: '0', OPERATOR_TOKEN: 'x', LOG_LEVEL: 'silent' }),
       { logger: pino({ level: 'silent' }) },
     );
     await s.platform.stop();

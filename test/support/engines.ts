@@ -39,15 +39,19 @@ export interface Engines {
 
 const byDataDir = new Map<string, Engines>();
 
-/** The engines a server on `dataDir` runs against: the same ones again after a restart on that DATA_DIR. */
-export async function enginesFor(dataDir: string): Promise<Engines> {
+/**
+ * The engines a server on `dataDir` runs against: the same ones again after a restart on that DATA_DIR.
+ * `redis: false` leaves the jobs on the embedded queue: a test that drives the platform's clock needs
+ * that, as BullMQ times delayed jobs on Redis's clock, which no test controls.
+ */
+export async function enginesFor(dataDir: string, options: { redis?: boolean } = {}): Promise<Engines> {
   const known = byDataDir.get(dataDir);
   if (known) return known;
   const kurrent = new KurrentDbDouble();
   const mongo = new MongoDouble();
   const eventStoreUrl = await kurrent.start();
   await mongo.start();
-  const redisUrl = process.env.E2E_REDIS_URL?.trim() || null;
+  const redisUrl = (options.redis ?? true) ? process.env.E2E_REDIS_URL?.trim() || null : null;
   const redisPrefix = redisUrl ? `e2e-${randomUUID().slice(0, 8)}` : null;
   const env: Record<string, string> = { EVENTSTORE_URL: eventStoreUrl, MONGODB_URL: mongo.url('telephony') };
   if (redisUrl && redisPrefix) Object.assign(env, { REDIS_URL: redisUrl, REDIS_PREFIX: redisPrefix });
@@ -79,4 +83,16 @@ async function dropPrefix(url: string, prefix: string) {
   } finally {
     redis.disconnect();
   }
+}
+
+/** The environment that points a child process on `dataDir` at the same engines (empty without E2E_ENGINES). */
+export async function engineEnv(dataDir: string): Promise<Record<string, string>> {
+  return onEngines ? (await enginesFor(dataDir)).env : {};
+}
+
+/** The event types of one stream as the engines (or, without E2E_ENGINES, null: read the SQLite file) hold them. */
+export function engineStream(dataDir: string, streamId: string): Array<{ type: string; data: unknown }> | null {
+  const engines = byDataDir.get(dataDir);
+  if (!engines) return null;
+  return engines.kurrent.log.filter((e) => e.streamId === streamId).map((e) => ({ type: e.type, data: JSON.parse(e.data.toString('utf8')) as unknown }));
 }

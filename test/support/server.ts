@@ -30,7 +30,7 @@ export async function startServer(
 ): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), 'ct-e2e-'));
   // E2E_ENGINES=doubles: the same test on KurrentDB + MongoDB (+ Redis) doubles; the test's own env wins.
-  const engines = onEngines ? await enginesFor(dataDir) : null;
+  const engines = onEngines ? await enginesFor(dataDir, { redis: !options.now }) : null;
   const config = loadConfig({
     PORT: '0',
     SOCKET_PORT: '0',

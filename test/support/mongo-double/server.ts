@@ -72,6 +72,26 @@ export interface CommandFault {
   mode?: 'error' | 'close';
 }
 
+/**
+ * The documents a filter can match, as the `_id` index finds them: the ones its `_id` equality or
+ * `$in` names, else every document. Without it each write scans the collection, and a 100,000-row
+ * dialer upload (100,000 upserts) takes minutes instead of seconds.
+ */
+function candidates(coll: Collection, filter: Doc): Array<[string, Doc]> {
+  const id = filter._id;
+  const pick = (ids: unknown[]) =>
+    [...new Set(ids.map((v) => keyOf([v])))].flatMap((key): Array<[string, Doc]> => {
+      const d = coll.docs.get(key);
+      return d ? [[key, d]] : [];
+    });
+  if (id === undefined) return [...coll.docs.entries()];
+  if (!isPlainObject(id) || !Object.keys(id).some((k) => k.startsWith('$'))) return pick([id]);
+  const ops = Object.keys(id);
+  if (ops.length === 1 && ops[0] === '$eq') return pick([id.$eq]);
+  if (ops.length === 1 && ops[0] === '$in' && Array.isArray(id.$in) && !id.$in.some((v) => v instanceof RegExp)) return pick(id.$in);
+  return [...coll.docs.entries()];
+}
+
 export class MongoDouble {
   private readonly server = net.createServer((socket) => this.serve(socket));
   private readonly dbs = new Map<string, Map<string, Collection>>();
@@ -368,7 +388,7 @@ export class MongoDouble {
     const sort = (cmd.sort as Doc) ?? {};
     const coll = this.collection(db, name, false);
     this.record(`${db}.${name}`, coll, filter, sort);
-    let docs = coll ? [...coll.docs.values()].filter((d) => matches(d, filter)) : [];
+    let docs = coll ? candidates(coll, filter).map(([, d]) => d).filter((d) => matches(d, filter)) : [];
     docs = sortDocs(docs, sort);
     if (typeof cmd.skip === 'number') docs = docs.slice(cmd.skip);
     if (typeof cmd.limit === 'number' && cmd.limit > 0) docs = docs.slice(0, cmd.limit);
@@ -418,7 +438,7 @@ export class MongoDouble {
         const q = (u.q as Doc) ?? {};
         const update = u.u as Doc;
         if (u.multi && isReplacement(update)) throw new MongoCommandError(9, 'FailedToParse', 'multi update is not supported for replacement-style update');
-        const targets = [...coll.docs.entries()].filter(([, d]) => matches(d, q));
+        const targets = candidates(coll, q).filter(([, d]) => matches(d, q));
         if (targets.length === 0) {
           if (!u.upsert) return;
           const seed = isReplacement(update) ? { _id: upsertSeed(q)._id } : upsertSeed(q);
@@ -452,7 +472,7 @@ export class MongoDouble {
     let n = 0;
     for (const del of cmd.deletes as Doc[]) {
       if (!coll) continue;
-      for (const [key, d] of [...coll.docs.entries()]) {
+      for (const [key, d] of candidates(coll, (del.q as Doc) ?? {})) {
         if (!matches(d, (del.q as Doc) ?? {})) continue;
         coll.docs.delete(key);
         n++;
@@ -466,7 +486,7 @@ export class MongoDouble {
     const name = String(cmd.findAndModify ?? cmd.findandmodify);
     const coll = this.collection(db, name, true);
     const query = (cmd.query as Doc) ?? {};
-    const target = sortDocs([...coll.docs.values()].filter((d) => matches(d, query)), cmd.sort as Doc)[0];
+    const target = sortDocs(candidates(coll, query).map(([, d]) => d).filter((d) => matches(d, query)), cmd.sort as Doc)[0];
     if (cmd.remove) {
       if (target) coll.docs.delete(keyOf([target._id]));
       return { lastErrorObject: { n: target ? 1 : 0 }, value: target ?? null };
