@@ -7,10 +7,12 @@
  * A server restarted on the same DATA_DIR (`stop({ keepData: true })` then `startServer(.., { dataDir })`)
  * finds the same doubles and prefix again, as a restarted process finds the same servers.
  *
- * `E2E_ENGINES=real` is not offered: a unique MongoDB database per server is easy, but a KurrentDB
- * log cannot be split per server (the adapter has no stream prefix, and `$all`, which the projector
- * reads, is the whole log), so every test would see every other test's services, calls and agents.
- * Real servers are exercised by `npm run test:engines` (the port contract suites) instead.
+ * `E2E_ENGINES=real` is not offered: a unique MongoDB database per server is easy, but one KurrentDB
+ * log cannot be split per server from the environment. The adapter has a `streamPrefix` option (the
+ * contract suites of `npm run test:engines` use it), but the platform's configuration does not expose
+ * it, so a server reads the whole `$all`: every test would see every other test's (and every earlier
+ * run's) services 101 and 202, calls and agents, and exact assertions would fail for that reason, not
+ * for a fault. Real servers are exercised by `npm run test:engines` (the port contract suites).
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
