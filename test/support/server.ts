@@ -42,8 +42,16 @@ export async function startServer(
     ...engines?.env,
     ...env,
   });
-  const platform = await createPlatform(config, { logger: options.logger ?? pino({ level: 'silent' }), now: options.now, sms: options.sms });
-  const { httpUrl } = await platform.start();
+  let platform: Platform;
+  let httpUrl: string | null;
+  try {
+    platform = await createPlatform(config, { logger: options.logger ?? pino({ level: 'silent' }), now: options.now, sms: options.sms });
+    ({ httpUrl } = await platform.start());
+  } catch (err) {
+    // A server that never started keeps no engines unless a restart on its DATA_DIR may follow.
+    if (!options.dataDir) await engines?.stop();
+    throw err;
+  }
   const url = httpUrl!;
   const api: TestServer['api'] = (p, init = {}) => {
     const { auth = ['acme-admin', 's3cret-admin'], form, ...rest } = init;
