@@ -14,7 +14,8 @@
  * BENCH_ONLY (comma-separated scenario names; the baseline always runs), BENCH_SUITES
  * (comma-separated suite names, default all), BENCH_JSON=1 (also print the HTTP results as JSON),
  * BENCH_REPLAY_EVENTS (1000000) and BENCH_EXPORT_CALLS (100000) for the replay suite,
- * BENCH_CPU_PROFILE=dir (a CPU profile of the servers per HTTP scenario).
+ * BENCH_CPU_PROFILE=dir (a CPU profile of the servers per HTTP scenario, and of the calls and webhooks
+ * suites whole).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -347,7 +348,9 @@ async function main() {
   for (const suite of suites.filter((s) => !only || only.includes(s.name))) {
     process.stdout.write(`\n== ${suite.name}\n`);
     try {
-      process.stdout.write(`\n${await suite.run()}`);
+      // The calls and webhooks suites run in this process: BENCH_CPU_PROFILE profiles them whole.
+      const run = suite.name === 'calls' || suite.name === 'webhooks' ? () => profiled(`suite-${suite.name}`, () => suite.run()) : () => suite.run();
+      process.stdout.write(`\n${await run()}`);
     } catch (err) {
       process.stderr.write(`\n${suite.name} failed: ${(err as Error).message}\n`);
       process.exitCode = 1;

@@ -20,8 +20,11 @@ interface SimLeg {
   number: string;
   role: DialRequest['role'];
   state: 'ringing' | 'up';
-  timers: NodeJS.Timeout[];
+  timers: Pending[];
 }
+
+type Pending = { timeout: NodeJS.Timeout } | { immediate: NodeJS.Immediate };
+const cancel = (p: Pending) => ('timeout' in p ? clearTimeout(p.timeout) : clearImmediate(p.immediate));
 
 export class SimulatedSwitch implements Switch {
   private readonly legs = new Map<string, SimLeg>();
@@ -87,23 +90,25 @@ export class SimulatedSwitch implements Switch {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const leg of this.legs.values()) for (const t of leg.timers) clearTimeout(t);
+    for (const leg of this.legs.values()) for (const t of leg.timers) cancel(t);
     this.legs.clear();
     this.emitter.removeAllListeners();
   }
 
   private later(leg: SimLeg, ms: number, fn: () => void) {
-    const t = setTimeout(() => {
+    const run = () => {
       leg.timers = leg.timers.filter((x) => x !== t);
       if (this.legs.get(leg.legId) === leg) fn();
-    }, ms);
+    };
+    // Zero delay on the next turn of the event loop: a timer would wait at least 1 ms, several times per call.
+    const t: Pending = ms <= 0 ? { immediate: setImmediate(run) } : { timeout: setTimeout(run, ms) };
     leg.timers.push(t);
   }
 
   private end(leg: SimLeg, reason: EndReason) {
     if (this.legs.get(leg.legId) !== leg) return;
     this.legs.delete(leg.legId);
-    for (const t of leg.timers) clearTimeout(t);
+    for (const t of leg.timers) cancel(t);
     this.emit({ kind: 'ended', callId: leg.callId, legId: leg.legId, time: this.now(), reason });
   }
 

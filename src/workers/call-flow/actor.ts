@@ -3,7 +3,8 @@
  * they are for, the agents it reserved or that refused the call. The call aggregate holds what
  * happened; this is what the worker needs besides to decide its next step. Pure helpers only.
  */
-import { activeLegs, callDecider, type CallStartedData, type CallState } from '../../commands/call/call.js';
+import { activeLegs, callDecider, type CallCommand, type CallStartedData, type CallState } from '../../commands/call/call.js';
+import type { Step } from './commands.js';
 import type { AgentState } from '../../commands/agent/agent.js';
 
 export interface AgentLeg {
@@ -56,3 +57,36 @@ export const allLegs = (a: Actor): Set<string> => new Set([...activeLegs(a.state
 /** The customer and agent legs of the call among `live`: the call ends once there is none. */
 export const partyLegs = (a: Actor, live: ReadonlySet<string>): string[] =>
   [...activeLegs(a.state).map(([id]) => id), ...a.agentLegs.keys(), ...(a.customerLeg ? [a.customerLeg] : [])].filter((id) => live.has(id));
+
+/** No customer, agent or monitor leg of the call is left among `live`. */
+export const nothingLeft = (a: Actor, live: ReadonlySet<string>): boolean => partyLegs(a, live).length === 0 && ![...a.monitorLegs.keys()].some((id) => live.has(id));
+
+/** The end of a call: the agents it still holds released, then the call ended (one append). */
+export function endSteps(a: Actor, now: number, recordingUrl: string | null): Step[] {
+  const { svcId, wrapUp } = a.started;
+  const releases = [...a.reserved.keys()].map((agentId): Step => ({ kind: 'agent', svcId, agentId, command: { type: 'Release', xnid: a.xnid, time: now, wrapUp } }));
+  a.reserved.clear();
+  return [...releases, { kind: 'call', xnid: a.xnid, command: { type: 'End', time: now, recordingUrl } }];
+}
+
+/** The bridge with this agent's leg (it also takes the call out of the queue); the leg is no longer an offer. */
+export function bridgeCommand(a: Actor, legId: string, leg: AgentLeg, now: number): CallCommand {
+  if (a.offering === legId) a.offering = null;
+  if (leg.purpose === 'transfer') leg.purpose = 'primary';
+  return { type: 'Bridge', agentId: leg.agentId, agentName: leg.name, agentNumber: leg.number, time: now };
+}
+
+/** What follows an agent leaving a call that is not ending (the leg's end is in `a.state`). */
+export function afterAgentLeft(a: Actor, leg: AgentLeg): { ending: boolean; hangup: string | null; maybeEnd: boolean; offer: boolean } {
+  const customer = a.customerLeg ? a.state.legs[a.customerLeg] : undefined;
+  if (!customer || customer.phase === 'down') {
+    // Agent first and the agent is gone before the customer was reached.
+    return { ending: true, hangup: a.customerLeg && customer?.phase !== 'down' ? a.customerLeg : null, maybeEnd: true, offer: false };
+  }
+  const none = { ending: false, hangup: null, maybeEnd: false, offer: false };
+  if (a.agentLegs.size > 0) return none; // a transfer or another agent carries on
+  // The agent hung up on the customer, or the call was for this agent only and it did not answer: the call is over.
+  if (leg.talked || (leg.purpose === 'primary' && leg.agentId === a.started.namedAgentId)) return { ...none, ending: true, hangup: a.customerLeg };
+  a.tried.add(leg.agentId);
+  return { ...none, offer: customer.phase === 'up' };
+}

@@ -3,11 +3,13 @@
  * another finds its command refused (conflict), which here means "already done": nothing to do.
  */
 import type { Context } from '../../context.js';
-import { handleCommand } from '../../commands/decider.js';
+import { RETRY, handleCommand, toDomain, type Decider, type DomainEvent } from '../../commands/decider.js';
+import { aggregateCache } from '../../commands/aggregate-cache.js';
+import { WrongExpectedRevisionError, type ExpectedRevision, type NewEvent } from '../../gateways/event-store/port.js';
 import { callDecider, type CallCommand, type CallEvent, type CallState } from '../../commands/call/call.js';
 import { agentDecider, type AgentCommand, type AgentState } from '../../commands/agent/agent.js';
 import { streams } from '../../domain/streams.js';
-import { AppError } from '../../domain/errors.js';
+import { AppError, unavailable } from '../../domain/errors.js';
 
 /** How long a recording URL in a webhook record stays valid. */
 export const WEBHOOK_RECORDING_TTL_MS = 7 * 24 * 3600 * 1000;
@@ -30,5 +32,102 @@ export async function agentCommand(ctx: Context, svcId: number, agentId: number,
   } catch (err) {
     if (err instanceof AppError && (err.code === 'CONFLICT' || err.code === 'NOT_FOUND')) return null;
     throw err;
+  }
+}
+
+/** One command of a reaction: on a call, or on an agent. */
+export type Step =
+  | { kind: 'call'; xnid: string; command: CallCommand; if?: (state: CallState) => boolean }
+  | { kind: 'agent'; svcId: number; agentId: number; command: AgentCommand; if?: (state: AgentState) => boolean };
+
+/** What a step led to: the state of its stream after it, or null when it was refused or skipped (`if`). */
+export type StepOutcome = { state: CallState | AgentState; events: DomainEvent[] } | null;
+
+type AnyDecider = Decider<unknown, unknown, DomainEvent>;
+const streamOf = (s: Step) => (s.kind === 'call' ? streams.call(s.xnid) : streams.agent(s.svcId, s.agentId));
+const deciderOf = (s: Step) => (s.kind === 'call' ? callDecider : agentDecider) as unknown as AnyDecider;
+const refused = (s: Step, err: unknown) => err instanceof AppError && (err.code === 'CONFLICT' || (s.kind === 'agent' && err.code === 'NOT_FOUND'));
+const expectedOf = (revision: number): ExpectedRevision => (revision >= 0 ? revision : 'no_stream');
+const pause = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
+
+/**
+ * The commands of one reaction (say an agent answering: the agent's answer, the call's, the bridge)
+ * decided in order, each on the state its predecessors left, and appended together: one transaction
+ * and one sync instead of one per command, with the events in the order the commands came, each
+ * stream checked against the revision it was decided on. A refused step (the callCommand /
+ * agentCommand sense: already done, no such agent) appends nothing and the others still do. Decided
+ * first on cached states without a read, like handleCommand: a refusal or a conflict decides again
+ * on states read from the store (RETRY), then 503.
+ */
+export async function runSteps(ctx: Context, steps: Step[]): Promise<StepOutcome[]> {
+  const cache = aggregateCache(ctx.events);
+  let checked = false;
+  for (let attempt = 1; ; attempt++) {
+    if (attempt > 1) await pause(RETRY.pauseMs(attempt - 1));
+    const cur = new Map<string, { state: unknown; revision: number; position: number; decider: AnyDecider; checked: boolean }>();
+    for (const s of steps) {
+      const id = streamOf(s);
+      if (cur.has(id)) continue;
+      const decider = deciderOf(s);
+      const peeked = checked ? undefined : cache.peek(id, decider);
+      const loaded = peeked ?? (await cache.load(id, decider, toDomain));
+      cur.set(id, { ...loaded, decider, checked: !peeked });
+    }
+    const outcomes: StepOutcome[] = [];
+    const writes: { streamId: string; events: NewEvent[]; expectedRevision: ExpectedRevision; from: number }[] = [];
+    let recheck = false;
+    for (const s of steps) {
+      const id = streamOf(s);
+      const c = cur.get(id)!;
+      if (s.if && !(s.if as (state: unknown) => boolean)(c.state)) {
+        outcomes.push(null);
+        recheck ||= !c.checked;
+        continue;
+      }
+      let events: DomainEvent[];
+      try {
+        events = c.decider.decide(s.command, c.state);
+      } catch (err) {
+        if (!refused(s, err)) throw err;
+        outcomes.push(null);
+        recheck ||= !c.checked; // a refusal on a cached state may be a stale cache
+        continue;
+      }
+      if (events.length === 0) recheck ||= !c.checked;
+      for (const e of events) c.state = c.decider.evolve(c.state, e);
+      if (events.length > 0) {
+        const last = writes[writes.length - 1];
+        const news = events.map((e) => ({ type: e.type, data: e.data }));
+        if (last?.streamId === id) last.events.push(...news);
+        else writes.push({ streamId: id, events: news, expectedRevision: expectedOf(c.revision), from: c.revision });
+        c.revision += events.length;
+      }
+      outcomes.push({ state: c.state as CallState | AgentState, events });
+    }
+    if (recheck) {
+      checked = true;
+      continue;
+    }
+    if (writes.length === 0) return outcomes;
+    try {
+      const results = await ctx.events.appendToStreams(writes.map(({ streamId, events, expectedRevision }) => ({ streamId, events, expectedRevision })));
+      // The cache learns each stream's state when the store holds exactly the events folded into it.
+      const exact = new Map<string, boolean>();
+      const position = new Map<string, number>();
+      writes.forEach((w, k) => {
+        exact.set(w.streamId, (exact.get(w.streamId) ?? true) && results[k]!.nextExpectedRevision === w.from + w.events.length);
+        position.set(w.streamId, results[k]!.position);
+      });
+      for (const [id, ok] of exact) {
+        const c = cur.get(id)!;
+        if (ok) cache.remember(id, c.decider, { state: c.state, revision: c.revision, position: position.get(id)! });
+        else cache.forget(id, c.decider);
+      }
+      return outcomes;
+    } catch (err) {
+      if (!(err instanceof WrongExpectedRevisionError)) throw err;
+      checked = true;
+      if (attempt >= RETRY.maxAttempts) throw unavailable(`too much contention on ${err.streamId}; try again`);
+    }
   }
 }

@@ -14,7 +14,7 @@ import type { Context } from '../../context.js';
 import type { RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
 import type { Switch, SwitchSignal } from '../../gateways/switch/port.js';
 import { activeLegs, type CallCommand, type CallEvent, type CallStartedData } from '../../commands/call/call.js';
-import type { AgentCommand, AgentState } from '../../commands/agent/agent.js';
+import type { AgentState } from '../../commands/agent/agent.js';
 import type { RecordingSigner } from '../../domain/recording.js';
 import { isEvent } from '../../domain/platform-events.js';
 import type { ServiceDoc } from '../../projections/services.js';
@@ -22,8 +22,8 @@ import { freeAgents } from '../../queries/agents.js';
 import { SerialRunner } from './serial.js';
 import { agentsToTry, callsToOffer } from './agent-picker.js';
 import { recoverCalls } from './recovery.js';
-import { WEBHOOK_RECORDING_TTL_MS, agentCommand, callCommand } from './commands.js';
-import { allLegs, newActor, nextLegId, partyLegs, type Actor, type AgentLeg } from './actor.js';
+import { WEBHOOK_RECORDING_TTL_MS, agentCommand, callCommand, runSteps, type Step } from './commands.js';
+import { afterAgentLeft, allLegs, bridgeCommand, endSteps, newActor, nextLegId, nothingLeft, partyLegs, type Actor, type AgentLeg } from './actor.js';
 
 export class CallFlow {
   private readonly actors = new Map<string, Actor>();
@@ -130,19 +130,20 @@ export class CallFlow {
     return r.events;
   }
 
-  private agent(svcId: number, agentId: number, command: AgentCommand): Promise<AgentState | null> {
-    return agentCommand(this.ctx, svcId, agentId, command);
+  /** Several commands in one append (runSteps); the call's state follows its own steps. */
+  private async together(a: Actor, steps: Step[]) {
+    const outcomes = await runSteps(this.ctx, steps);
+    steps.forEach((s, i) => {
+      const o = outcomes[i];
+      if (o && s.kind === 'call' && s.xnid === a.xnid) a.state = o.state as Actor['state'];
+    });
+    return outcomes;
   }
 
   private async reserve(a: Actor, agentId: number): Promise<AgentState | null> {
-    const s = await this.agent(a.started.svcId, agentId, { type: 'Reserve', xnid: a.xnid, time: this.ctx.now() });
+    const s = await agentCommand(this.ctx, a.started.svcId, agentId, { type: 'Reserve', xnid: a.xnid, time: this.ctx.now() });
     if (s) a.reserved.set(agentId, s);
     return s;
-  }
-
-  private async release(a: Actor, agentId: number) {
-    a.reserved.delete(agentId);
-    await this.agent(a.started.svcId, agentId, { type: 'Release', xnid: a.xnid, time: this.ctx.now(), wrapUp: a.started.wrapUp });
   }
 
   // --- requests -----------------------------------------------------------------------------
@@ -247,9 +248,9 @@ export class CallFlow {
         }
         return;
       case 'ended':
+        if (agentLeg) return this.onAgentEnded(a, s.legId, agentLeg, s.time);
         await this.call(a, { type: 'Down', legId: s.legId, time: s.time });
         if (isCustomer) return this.onCustomerEnded(a);
-        if (agentLeg) return this.onAgentEnded(a, s.legId, agentLeg);
         a.monitorLegs.delete(s.legId);
         return this.maybeEnd(a);
     }
@@ -265,8 +266,15 @@ export class CallFlow {
   }
 
   private async onAgentAnswered(a: Actor, legId: string, leg: AgentLeg, time: number) {
-    await this.agent(a.started.svcId, leg.agentId, { type: 'Answer', xnid: a.xnid, time });
-    await this.call(a, { type: 'Answer', legId, time });
+    // The agent's answer, the call's and (the customer being up) the bridge: one append.
+    const customerLeg = a.customerLeg;
+    const steps: Step[] = [
+      { kind: 'agent', svcId: a.started.svcId, agentId: leg.agentId, command: { type: 'Answer', xnid: a.xnid, time } },
+      { kind: 'call', xnid: a.xnid, command: { type: 'Answer', legId, time } },
+    ];
+    const bridging = customerLeg !== null && a.state.legs[customerLeg]?.phase === 'up';
+    if (bridging) steps.push({ kind: 'call', xnid: a.xnid, command: bridgeCommand(a, legId, leg, this.ctx.now()), if: (s) => s.legs[customerLeg]?.phase === 'up' });
+    await this.together(a, steps);
     leg.talked = true;
     if (!a.customerLeg) {
       // Agent first: now ring the customer.
@@ -276,7 +284,8 @@ export class CallFlow {
     }
     if (a.state.legs[a.customerLeg]?.phase !== 'up') return;
     if (leg.transfer?.mode === 'ATTENDED' && leg.transfer.fromLeg) this.sw.hangup(leg.transfer.fromLeg);
-    await this.bridge(a, legId, leg);
+    if (bridging) this.sw.bridge(a.xnid, a.customerLeg, legId, { record: a.started.recording });
+    else await this.bridge(a, legId, leg);
   }
 
   private async onCustomerEnded(a: Actor) {
@@ -284,33 +293,24 @@ export class CallFlow {
     if (!this.hangupAll(a)) await this.maybeEnd(a);
   }
 
-  private async onAgentEnded(a: Actor, legId: string, leg: AgentLeg) {
+  private async onAgentEnded(a: Actor, legId: string, leg: AgentLeg, time: number) {
     a.agentLegs.delete(legId);
     if (a.offering === legId) a.offering = null;
-    await this.release(a, leg.agentId);
+    a.reserved.delete(leg.agentId);
+    // The leg's end, the agent's release and, when nothing is left of a call that is ending, its end: one append.
+    const ends = a.ending && nothingLeft(a, new Set(this.sw.activeLegs()));
+    await this.together(a, [
+      { kind: 'call', xnid: a.xnid, command: { type: 'Down', legId, time } },
+      { kind: 'agent', svcId: a.started.svcId, agentId: leg.agentId, command: { type: 'Release', xnid: a.xnid, time: this.ctx.now(), wrapUp: a.started.wrapUp } },
+      ...(ends ? this.endSteps(a) : []),
+    ]);
+    if (ends) return void this.actors.delete(a.xnid);
     if (a.ending) return this.maybeEnd(a);
-    const customer = a.customerLeg ? a.state.legs[a.customerLeg] : undefined;
-    if (!customer || customer.phase === 'down') {
-      // Agent first and the agent is gone before the customer was reached.
-      if (a.customerLeg && customer?.phase !== 'down') this.sw.hangup(a.customerLeg);
-      a.ending = true;
-      return this.maybeEnd(a);
-    }
-    if (a.agentLegs.size > 0) return; // a transfer or another agent carries on
-    if (leg.talked) {
-      // The agent hung up on the customer: the call is over.
-      a.ending = true;
-      this.sw.hangup(a.customerLeg!);
-      return;
-    }
-    if (!leg.talked && leg.purpose === 'primary' && leg.agentId === a.started.namedAgentId) {
-      // The call was for this agent only: it ends when that agent does not answer.
-      a.ending = true;
-      this.sw.hangup(a.customerLeg!);
-      return;
-    }
-    if (!leg.talked) a.tried.add(leg.agentId);
-    if (customer.phase === 'up') await this.offerNext(a);
+    const next = afterAgentLeft(a, leg);
+    if (next.ending) a.ending = true;
+    if (next.hangup) this.sw.hangup(next.hangup);
+    if (next.maybeEnd) return this.maybeEnd(a);
+    if (next.offer) await this.offerNext(a);
   }
 
   // --- steps ----------------------------------------------------------------------------------
@@ -348,12 +348,10 @@ export class CallFlow {
   }
 
   private async bridge(a: Actor, legId: string, leg: AgentLeg) {
-    if (a.offering === legId) a.offering = null;
-    if (leg.purpose === 'transfer') leg.purpose = 'primary';
-    // Bridging also takes the call out of the queue (one append).
-    await this.call(a, { type: 'Bridge', agentId: leg.agentId, agentName: leg.name, agentNumber: leg.number, time: this.ctx.now() });
+    await this.call(a, bridgeCommand(a, legId, leg, this.ctx.now()));
     this.sw.bridge(a.xnid, a.customerLeg!, legId, { record: a.started.recording });
   }
+
 
   /** Hangs up every leg still up or ringing; false when there was none. */
   private hangupAll(a: Actor): boolean {
@@ -380,10 +378,13 @@ export class CallFlow {
     await this.finish(a);
   }
 
-  private async finish(a: Actor) {
-    for (const agentId of [...a.reserved.keys()]) await this.release(a, agentId);
+  private endSteps(a: Actor): Step[] {
     const now = this.ctx.now();
-    await this.call(a, { type: 'End', time: now, recordingUrl: this.signer.url(a.xnid, now + WEBHOOK_RECORDING_TTL_MS) });
+    return endSteps(a, now, this.signer.url(a.xnid, now + WEBHOOK_RECORDING_TTL_MS));
+  }
+
+  private async finish(a: Actor) {
+    await this.together(a, this.endSteps(a));
     this.actors.delete(a.xnid);
   }
 
