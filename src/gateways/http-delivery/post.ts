@@ -26,7 +26,9 @@ export type HttpPoster = (url: string, body: string, options: PostOptions) => Pr
  * each. A pooled socket's address was checked by the guarded lookup when it connected; the pools are
  * kept apart by `allowPrivate`, so a socket allowed by one setting never serves the other.
  */
-const poolOptions = { keepAlive: true, maxSockets: 64, maxFreeSockets: 16, timeout: 30_000 };
+// As many idle sockets kept as may be busy (the sender's limit per receiver): with fewer, a busy
+// receiver's connections beyond them were closed after each answer and opened again for the next.
+const poolOptions = { keepAlive: true, maxSockets: 64, maxFreeSockets: 64, timeout: 30_000 };
 const pools = {
   http: [new http.Agent(poolOptions), new http.Agent(poolOptions)],
   https: [new https.Agent(poolOptions), new https.Agent(poolOptions)],

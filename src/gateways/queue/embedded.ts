@@ -128,8 +128,9 @@ export class EmbeddedJobQueue implements JobQueue {
     checkEnqueue(queue, job);
     if (this.closed) throw new Error('job queue is closed');
     const now = this.now();
-    this.stmts.insert.run(queue, job.id, JSON.stringify(job.payload ?? null), firstRunAt(job, now), JSON.stringify(job.backoffMs ?? []), now);
-    await this.wal.sync();
+    // Enqueues of one turn share a transaction and a sync; a failed write rejects every one of them.
+    const ok = await this.writeSoon(() => this.stmts.insert.run(queue, job.id, JSON.stringify(job.payload ?? null), firstRunAt(job, now), JSON.stringify(job.backoffMs ?? []), now));
+    if (ok !== true) throw ok.err;
     this.kick(this.workers.get(queue), job.runAt !== undefined || job.delayMs !== undefined ? Math.max(0, firstRunAt(job, now) - now) : 0);
   }
 
@@ -274,29 +275,32 @@ export class EmbeddedJobQueue implements JobQueue {
     });
   }
 
-  private pendingWrites: { write: () => void; done: () => void }[] = [];
+  private pendingWrites: { write: () => void; done: (outcome: true | { err: unknown }) => void }[] = [];
 
   /**
-   * Group commit: outcomes of jobs finishing in the same turn of the event loop are written in one
-   * transaction, synced (off the event loop) before they resolve. Resolves at once when the write
-   * fails or the queue was abandoned: the lease then lapses and the job runs again.
+   * Group commit: enqueues and outcomes of jobs finishing in the same turn of the event loop are
+   * written in one transaction, synced (off the event loop) before they resolve true. Resolves with
+   * the error when the write or the sync failed or the queue was abandoned: an outcome not recorded
+   * leaves the lease to lapse and the job to run again; an enqueue not recorded is refused.
    */
-  private writeSoon(write: () => void): Promise<void> {
-    return new Promise<void>((done) => {
+  private writeSoon(write: () => void): Promise<true | { err: unknown }> {
+    return new Promise((done) => {
       this.pendingWrites.push({ write, done });
       if (this.pendingWrites.length > 1) return;
       setImmediate(() => {
         const batch = this.pendingWrites;
         this.pendingWrites = [];
-        const finish = () => batch.forEach((b) => b.done());
+        const finish = (outcome: true | { err: unknown }) => batch.forEach((b) => b.done(outcome));
         try {
-          if (!this.db.open) return finish();
+          if (!this.db.open) return finish({ err: new Error('job queue is closed') });
           this.db.transaction(() => batch.forEach((b) => b.write()))();
-        } catch {
-          // Not recorded: the lease lapses and the job runs again (handlers are idempotent).
-          return finish();
+        } catch (err) {
+          return finish({ err });
         }
-        this.wal.sync().then(finish, finish);
+        this.wal.sync().then(
+          () => finish(true),
+          (err: unknown) => finish({ err }),
+        );
       });
     });
   }

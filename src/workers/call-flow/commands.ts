@@ -37,10 +37,10 @@ export async function agentCommand(ctx: Context, svcId: number, agentId: number,
 
 /** One command of a reaction: on a call, or on an agent. */
 export type Step =
-  | { kind: 'call'; xnid: string; command: CallCommand; if?: (state: CallState) => boolean }
-  | { kind: 'agent'; svcId: number; agentId: number; command: AgentCommand; if?: (state: AgentState) => boolean };
+  | { kind: 'call'; xnid: string; command: CallCommand; if?: (state: CallState, before: StepOutcome[]) => boolean }
+  | { kind: 'agent'; svcId: number; agentId: number; command: AgentCommand; if?: (state: AgentState, before: StepOutcome[]) => boolean };
 
-/** What a step led to: the state of its stream after it, or null when it was refused or skipped (`if`). */
+/** What a step led to: the state of its stream after it, or null when it was refused or skipped (`if`, on its stream's state and the outcomes of the steps before it). */
 export type StepOutcome = { state: CallState | AgentState; events: DomainEvent[] } | null;
 
 type AnyDecider = Decider<unknown, unknown, DomainEvent>;
@@ -79,7 +79,7 @@ export async function runSteps(ctx: Context, steps: Step[]): Promise<StepOutcome
     for (const s of steps) {
       const id = streamOf(s);
       const c = cur.get(id)!;
-      if (s.if && !(s.if as (state: unknown) => boolean)(c.state)) {
+      if (s.if && !(s.if as (state: unknown, before: StepOutcome[]) => boolean)(c.state, outcomes)) {
         outcomes.push(null);
         recheck ||= !c.checked;
         continue;

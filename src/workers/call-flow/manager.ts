@@ -5,15 +5,15 @@
  * service's queue), bridges, transfers, and ends calls.
  *
  * It owns the switch, so it runs once (role `worker`). This file is its reaction table (which event
- * or signal leads to which step) and the steps; beside it: the per-call serial runner (serial.ts:
- * each call's steps run one at a time; the aggregate decides every step, so a step replayed or raced
- * changes nothing twice), the pure agent picker (agent-picker.ts) and crash recovery at start
- * (recovery.ts: ends the calls a previous process left open and frees their agents).
+ * or signal leads to which step) and the steps; the commands of one reaction go in one append
+ * (commands.ts: runSteps). Beside it: the per-call serial runner (serial.ts: a call's steps run one
+ * at a time; the aggregate decides every step, so a step replayed or raced changes nothing twice),
+ * the pure agent picker (agent-picker.ts) and crash recovery at start (recovery.ts).
  */
 import type { Context } from '../../context.js';
 import type { RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
 import type { Switch, SwitchSignal } from '../../gateways/switch/port.js';
-import { activeLegs, type CallCommand, type CallEvent, type CallStartedData } from '../../commands/call/call.js';
+import { activeLegs, type CallCommand, type CallStartedData, type CallState } from '../../commands/call/call.js';
 import type { AgentState } from '../../commands/agent/agent.js';
 import type { RecordingSigner } from '../../domain/recording.js';
 import { isEvent } from '../../domain/platform-events.js';
@@ -22,7 +22,7 @@ import { freeAgents } from '../../queries/agents.js';
 import { SerialRunner } from './serial.js';
 import { agentsToTry, callsToOffer } from './agent-picker.js';
 import { recoverCalls } from './recovery.js';
-import { WEBHOOK_RECORDING_TTL_MS, agentCommand, callCommand, runSteps, type Step } from './commands.js';
+import { WEBHOOK_RECORDING_TTL_MS, runSteps, type Step, type StepOutcome } from './commands.js';
 import { afterAgentLeft, allLegs, bridgeCommand, endSteps, newActor, nextLegId, nothingLeft, partyLegs, type Actor, type AgentLeg } from './actor.js';
 
 export class CallFlow {
@@ -123,27 +123,23 @@ export class CallFlow {
 
   // --- commands -----------------------------------------------------------------------------
 
-  private async call(a: Actor, command: CallCommand): Promise<CallEvent[]> {
-    const r = await callCommand(this.ctx, a.xnid, command);
-    if (!r) return [];
-    a.state = r.state;
-    return r.events;
+  private async call(a: Actor, command: CallCommand) {
+    await this.together(a, [{ kind: 'call', xnid: a.xnid, command }]);
   }
 
   /** Several commands in one append (runSteps); the call's state follows its own steps. */
   private async together(a: Actor, steps: Step[]) {
     const outcomes = await runSteps(this.ctx, steps);
-    steps.forEach((s, i) => {
-      const o = outcomes[i];
-      if (o && s.kind === 'call' && s.xnid === a.xnid) a.state = o.state as Actor['state'];
-    });
+    for (const [i, s] of steps.entries()) if (outcomes[i] && s.kind === 'call' && s.xnid === a.xnid) a.state = outcomes[i]!.state as CallState;
     return outcomes;
   }
 
-  private async reserve(a: Actor, agentId: number): Promise<AgentState | null> {
-    const s = await agentCommand(this.ctx, a.started.svcId, agentId, { type: 'Reserve', xnid: a.xnid, time: this.ctx.now() });
+  /** Reserves the agent for the call, after `before` in the same append; null when it is not free. */
+  private async reserve(a: Actor, agentId: number, before: Step[] = [], onlyIf?: (before: StepOutcome[]) => boolean): Promise<AgentState | null> {
+    const reserve: Step = { kind: 'agent', svcId: a.started.svcId, agentId, command: { type: 'Reserve', xnid: a.xnid, time: this.ctx.now() }, if: onlyIf && ((_, b) => onlyIf(b)) };
+    const s = (await this.together(a, [...before, reserve])).at(-1)?.state as AgentState | undefined;
     if (s) a.reserved.set(agentId, s);
-    return s;
+    return s ?? null;
   }
 
   // --- requests -----------------------------------------------------------------------------
@@ -257,12 +253,14 @@ export class CallFlow {
   }
 
   private async onCustomerAnswered(a: Actor, time: number) {
-    await this.call(a, { type: 'Answer', legId: a.customerLeg!, time });
+    const answer: Step = { kind: 'call', xnid: a.xnid, command: { type: 'Answer', legId: a.customerLeg!, time } };
     const upAgent = [...a.agentLegs.entries()].find(([id]) => a.state.legs[id]?.phase === 'up');
-    if (upAgent) return this.bridge(a, upAgent[0], upAgent[1]);
     const named = a.started.namedAgentId;
-    if (named !== null && a.reserved.has(named)) return this.dialAgent(a, a.reserved.get(named)!, 'primary');
-    return this.offerNext(a);
+    // The usual case: the answer goes in one append with the first free agent's reservation.
+    if (!upAgent && !(named !== null && a.reserved.has(named))) return this.offerNext(a, answer);
+    await this.together(a, [answer]);
+    if (upAgent) return this.bridge(a, upAgent[0], upAgent[1]);
+    return this.dialAgent(a, a.reserved.get(named!)!, 'primary');
   }
 
   private async onAgentAnswered(a: Actor, legId: string, leg: AgentLeg, time: number) {
@@ -316,20 +314,27 @@ export class CallFlow {
   // --- steps ----------------------------------------------------------------------------------
 
   /** The named agent, else free agents longest-free first, reserved one by one until one holds. */
-  private async pickAgent(a: Actor): Promise<AgentState | null> {
+  /** `answer` (the customer's) goes in the first append, and agents are tried only if it holds. */
+  private async pickAgent(a: Actor, answer?: Step): Promise<AgentState | null> {
     const free = a.started.namedAgentId === null ? await freeAgents(this.ctx, a.started.svcId) : [];
+    const up = (s?: CallState) => s?.legs[a.customerLeg!]?.phase === 'up';
+    let carry = answer ? [answer] : [];
     for (const agentId of agentsToTry(a.started, free, a.tried)) {
-      const s = await this.reserve(a, agentId);
+      const s = await this.reserve(a, agentId, carry, (before) => !answer || up(before[0]?.state as CallState));
+      carry = [];
+      if (answer && !up(a.state)) return null;
       if (s) return s;
     }
+    if (carry.length > 0) await this.together(a, carry);
     return null;
   }
 
-  /** Offers the waiting customer to an agent, or puts the call in (or keeps it in) the queue. */
-  private async offerNext(a: Actor) {
-    if (a.ending || a.offering || !a.customerLeg || a.state.legs[a.customerLeg]?.phase !== 'up') return;
-    if (activeLegs(a.state, 'agent').length > 0 || a.agentLegs.size > 0) return;
-    const agent = await this.pickAgent(a);
+  /** Offers the waiting customer to an agent, or queues the call; `answer` makes the customer up first. */
+  private async offerNext(a: Actor, answer?: Step) {
+    const waiting = !!a.customerLeg && (!!answer || a.state.legs[a.customerLeg]?.phase === 'up');
+    if (a.ending || a.offering || !waiting || activeLegs(a.state, 'agent').length > 0 || a.agentLegs.size > 0) return void (answer && (await this.together(a, [answer])));
+    const agent = await this.pickAgent(a, answer);
+    if (a.state.legs[a.customerLeg!]?.phase !== 'up') return;
     if (agent) {
       this.dialAgent(a, agent, 'primary');
       return;
@@ -356,14 +361,9 @@ export class CallFlow {
   /** Hangs up every leg still up or ringing; false when there was none. */
   private hangupAll(a: Actor): boolean {
     const live = new Set(this.sw.activeLegs());
-    let any = false;
-    for (const id of allLegs(a)) {
-      if (live.has(id)) {
-        this.sw.hangup(id);
-        any = true;
-      }
-    }
-    return any;
+    const legs = [...allLegs(a)].filter((id) => live.has(id));
+    for (const id of legs) this.sw.hangup(id);
+    return legs.length > 0;
   }
 
   /** Ends the call once no customer or agent leg is left; monitors are hung up first. */
@@ -371,10 +371,8 @@ export class CallFlow {
     const live = new Set(this.sw.activeLegs());
     if (partyLegs(a, live).length > 0) return;
     const monitors = [...a.monitorLegs.keys()].filter((id) => live.has(id));
-    if (monitors.length > 0) {
-      for (const id of monitors) this.sw.hangup(id);
-      return;
-    }
+    // Monitors are hung up first: their ends come back here.
+    if (monitors.length > 0) return monitors.forEach((id) => this.sw.hangup(id));
     await this.finish(a);
   }
 

@@ -51,8 +51,17 @@ export function subscriberWants(sub: SubscriberDoc, type: LegEventType, agentId:
 const PLANNED_TYPES = ['CallEnded', ...LEG_EVENT_TYPES, 'DeliveryRequested', 'DeliveryRedeliveryRequested'] as const;
 type Planned = Recorded<(typeof PLANNED_TYPES)[number]>;
 
+/** Deliveries whose first job this planner enqueued itself, remembered at most (a bounded set). */
+const ENQUEUED_MAX = 10_000;
+
 export class DeliveryPlanner {
   private follower: Follower | null = null;
+  /**
+   * Deliveries whose round-0 job was enqueued right after their DeliveryRequested append: their
+   * DeliveryRequested, read back from the log, enqueues nothing again. One forgotten (bound, restart)
+   * is enqueued again, which the job id makes harmless.
+   */
+  private readonly enqueued = new Set<string>();
 
   constructor(private readonly ctx: Context) {}
 
@@ -82,7 +91,7 @@ export class DeliveryPlanner {
   private async handle(event: Planned): Promise<boolean> {
     if (event.type === 'CallEnded') return this.planWebhook(event);
     if (event.type === 'DeliveryRequested') {
-      await this.enqueue(event.data.deliveryId, 0);
+      if (!this.enqueued.delete(event.data.deliveryId)) await this.enqueue(event.data.deliveryId, 0);
       return true;
     }
     if (event.type === 'DeliveryRedeliveryRequested') {
@@ -145,5 +154,11 @@ export class DeliveryPlanner {
         expectedRevision: 'any' as const,
       })),
     );
+    // The jobs at once, not after the requests come back through the log: a delivery sooner, and
+    // one enqueue (a write and a sync of the job queue) instead of two. Their ids are remembered
+    // before the enqueue, as the requests may be read back from the log while it runs.
+    for (const r of requests) this.enqueued.add(r.deliveryId);
+    if (this.enqueued.size > ENQUEUED_MAX) for (const id of [...this.enqueued].slice(0, this.enqueued.size - ENQUEUED_MAX)) this.enqueued.delete(id);
+    await Promise.all(requests.map((r) => this.enqueue(r.deliveryId, 0)));
   }
 }

@@ -36,8 +36,12 @@ async function currentSecret(ctx: Context, req: DeliveryRequestedData): Promise<
   return { secret: doc.auth_key };
 }
 
-/** Attempts in flight at once to one receiver (scheme, host and port), per process. */
-export const PER_RECEIVER_CONCURRENCY = 16;
+/**
+ * Attempts in flight at once to one receiver (scheme, host and port), per process: as many as the
+ * keep-alive pool keeps connections to it (post.ts), a quarter of the sender's slots. At 16 a busy
+ * local receiver was kept waiting on the gate while the sender had slots to spare.
+ */
+export const PER_RECEIVER_CONCURRENCY = 64;
 
 /**
  * Bounds the attempts in flight to each receiver, so one that hangs occupies at most
