@@ -7,7 +7,7 @@ import { RETRY, handleCommand, toDomain, type Decider, type DomainEvent } from '
 import { aggregateCache } from '../../commands/aggregate-cache.js';
 import { WrongExpectedRevisionError, type ExpectedRevision, type NewEvent } from '../../gateways/event-store/port.js';
 import { callDecider, type CallCommand, type CallEvent, type CallState } from '../../commands/call/call.js';
-import { agentDecider, type AgentCommand, type AgentState } from '../../commands/agent/agent.js';
+import { agentDecider, isFree, type AgentCommand, type AgentState } from '../../commands/agent/agent.js';
 import { streams } from '../../domain/streams.js';
 import { AppError, unavailable } from '../../domain/errors.js';
 
@@ -130,4 +130,14 @@ export async function runSteps(ctx: Context, steps: Step[]): Promise<StepOutcome
       if (attempt >= RETRY.maxAttempts) throw unavailable(`too much contention on ${err.streamId}; try again`);
     }
   }
+}
+
+/**
+ * The agent is busy by the state this process last knew (aggregate cache, no read). The free-agents
+ * read model may lag the reservations just made by a few milliseconds; trying such an agent costs a
+ * refused reservation and a read of its stream. An agent not cached, or free, is tried.
+ */
+export function knownBusy(ctx: Context, svcId: number, agentId: number): boolean {
+  const cached = aggregateCache(ctx.events).peek<AgentState>(streams.agent(svcId, agentId), agentDecider);
+  return cached !== undefined && cached.state.exists && !isFree(cached.state, ctx.now());
 }

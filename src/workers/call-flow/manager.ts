@@ -22,7 +22,7 @@ import { freeAgents } from '../../queries/agents.js';
 import { SerialRunner } from './serial.js';
 import { agentsToTry, callsToOffer } from './agent-picker.js';
 import { recoverCalls } from './recovery.js';
-import { WEBHOOK_RECORDING_TTL_MS, runSteps, type Step, type StepOutcome } from './commands.js';
+import { WEBHOOK_RECORDING_TTL_MS, knownBusy, runSteps, type Step, type StepOutcome } from './commands.js';
 import { afterAgentLeft, allLegs, bridgeCommand, endSteps, newActor, nextLegId, nothingLeft, partyLegs, type Actor, type AgentLeg } from './actor.js';
 
 export class CallFlow {
@@ -320,6 +320,7 @@ export class CallFlow {
     const up = (s?: CallState) => s?.legs[a.customerLeg!]?.phase === 'up';
     let carry = answer ? [answer] : [];
     for (const agentId of agentsToTry(a.started, free, a.tried)) {
+      if (a.started.namedAgentId === null && knownBusy(this.ctx, a.started.svcId, agentId)) continue;
       const s = await this.reserve(a, agentId, carry, (before) => !answer || up(before[0]?.state as CallState));
       carry = [];
       if (answer && !up(a.state)) return null;

@@ -12,6 +12,8 @@ import { scheduleDecider, type ScheduleState } from '../../commands/schedule/sch
 import { isEvent } from '../../domain/platform-events.js';
 import { streams } from '../../domain/streams.js';
 import { outboundCallStarted } from '../../commands/call/place.js';
+import { callDecider, type CallState } from '../../commands/call/call.js';
+import { aggregateCache } from '../../commands/aggregate-cache.js';
 import { follow, type Follower } from '../follower.js';
 import { callableFrom, doNotCall } from '../../queries/compliance.js';
 import type { ServiceDoc } from '../../projections/services.js';
@@ -97,8 +99,10 @@ export async function startScheduledCalls(ctx: Context): Promise<Follower> {
       return;
     }
     const ended = e.data;
-    const first = (await ctx.events.readStream(streams.call(ended.xnid), { maxCount: 1 }))[0];
-    const started = first && isEvent(first, 'CallStarted') ? first.data : undefined;
+    // How the call started never changes: the call flow's cached state says it without a read.
+    const cached = aggregateCache(ctx.events).peek<CallState>(streams.call(ended.xnid), callDecider)?.state.started;
+    const first = cached ? undefined : (await ctx.events.readStream(streams.call(ended.xnid), { maxCount: 1 }))[0];
+    const started = cached ?? (first && isEvent(first, 'CallStarted') ? first.data : undefined);
     const source = started?.source as { kind?: string; id?: string; attempt?: number } | null | undefined;
     if (source?.kind !== 'schedule' || !source.id || !source.attempt) return;
     const answered = ended.disposition === 'answered';
