@@ -63,6 +63,17 @@ describe('SerialRunner', () => {
     expect(ran).toBe(true);
   });
 
+  it('counts the steps of a key queued behind the running one', async () => {
+    const runner = new SerialRunner(() => {});
+    const seen: number[] = [];
+    runner.run('k', async () => void seen.push(runner.waiting('k')));
+    runner.run('k', async () => void seen.push(runner.waiting('k')));
+    expect(runner.waiting('k')).toBe(2);
+    await runner.idle();
+    expect(seen).toEqual([1, 0]);
+    expect(runner.waiting('k')).toBe(0);
+  });
+
   it('idle waits for steps queued by steps', async () => {
     const runner = new SerialRunner(() => {});
     let last = false;

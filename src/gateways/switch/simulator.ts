@@ -55,10 +55,14 @@ export class SimulatedSwitch implements Switch {
       const suffix = leg.number.slice(-4);
       if (suffix === '0001') return this.end(leg, 'busy');
       if (suffix === '0000') return this.later(leg, this.options.ringTimeoutMs, () => this.end(leg, 'no_answer'));
-      this.later(leg, this.options.answerMs, () => {
+      const answer = () => {
         leg.state = 'up';
         this.emit({ kind: 'answered', callId: leg.callId, legId: leg.legId, time: this.now() });
-      });
+      };
+      // SIM_ANSWER_MS=0: answered right behind the ring, as a switch reports both from one packet.
+      if (this.options.answerMs <= 0) {
+        if (this.legs.get(leg.legId) === leg) answer();
+      } else this.later(leg, this.options.answerMs, answer);
     });
   }
 

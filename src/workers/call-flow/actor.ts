@@ -30,6 +30,8 @@ export interface Actor {
   tried: Set<number>;
   offering: string | null;
   ending: boolean;
+  /** Commands nothing waits on (a ring), appended with the call's next step. */
+  carry: Step[];
 }
 
 export function newActor(started: CallStartedData): Actor {
@@ -45,6 +47,7 @@ export function newActor(started: CallStartedData): Actor {
     tried: new Set(),
     offering: null,
     ending: false,
+    carry: [],
   };
 }
 
@@ -89,4 +92,11 @@ export function afterAgentLeft(a: Actor, leg: AgentLeg): { ending: boolean; hang
   if (leg.talked || (leg.purpose === 'primary' && leg.agentId === a.started.namedAgentId)) return { ...none, ending: true, hangup: a.customerLeg };
   a.tried.add(leg.agentId);
   return { ...none, offer: customer.phase === 'up' };
+}
+
+/** The ring of one of the call's legs (the customer's or an agent's), as a step. */
+export function ringStep(a: Actor, legId: string, time: number): Step | null {
+  const agent = a.agentLegs.get(legId);
+  if (legId === a.customerLeg) return { kind: 'call', xnid: a.xnid, command: { type: 'Ring', legId, role: 'customer', agentId: null, number: a.started.customerNumber, time } };
+  return agent ? { kind: 'call', xnid: a.xnid, command: { type: 'Ring', legId, role: 'agent', agentId: agent.agentId, number: agent.number, time } } : null;
 }

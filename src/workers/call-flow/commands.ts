@@ -9,6 +9,7 @@ import { WrongExpectedRevisionError, type ExpectedRevision, type NewEvent } from
 import { callDecider, type CallCommand, type CallEvent, type CallState } from '../../commands/call/call.js';
 import { agentDecider, isFree, type AgentCommand, type AgentState } from '../../commands/agent/agent.js';
 import { streams } from '../../domain/streams.js';
+import type { Actor } from './actor.js';
 import { AppError, unavailable } from '../../domain/errors.js';
 
 /** How long a recording URL in a webhook record stays valid. */
@@ -140,4 +141,29 @@ export async function runSteps(ctx: Context, steps: Step[]): Promise<StepOutcome
 export function knownBusy(ctx: Context, svcId: number, agentId: number): boolean {
   const cached = aggregateCache(ctx.events).peek<AgentState>(streams.agent(svcId, agentId), agentDecider);
   return cached !== undefined && cached.state.exists && !isFree(cached.state, ctx.now());
+}
+
+/** The commands of a call's actor: its state follows its own steps, and what it carries goes first. */
+export class ActorCommands {
+  constructor(private readonly ctx: Context) {}
+
+  /** Several commands in one append (runSteps), after the steps the actor carried; outcomes of `steps` only. */
+  async together(a: Actor, steps: Step[]): Promise<StepOutcome[]> {
+    const all = [...a.carry.splice(0), ...steps];
+    const outcomes = await runSteps(this.ctx, all);
+    for (const [i, s] of all.entries()) if (outcomes[i] && s.kind === 'call' && s.xnid === a.xnid) a.state = outcomes[i]!.state as CallState;
+    return outcomes.slice(all.length - steps.length);
+  }
+
+  async call(a: Actor, command: CallCommand): Promise<void> {
+    await this.together(a, [{ kind: 'call', xnid: a.xnid, command }]);
+  }
+
+  /** Reserves the agent for the call, after `before` in the same append; null when it is not free. */
+  async reserve(a: Actor, agentId: number, before: Step[] = [], onlyIf?: (before: StepOutcome[]) => boolean): Promise<AgentState | null> {
+    const reserve: Step = { kind: 'agent', svcId: a.started.svcId, agentId, command: { type: 'Reserve', xnid: a.xnid, time: this.ctx.now() }, if: onlyIf && ((_, b) => onlyIf(b)) };
+    const s = (await this.together(a, [...before, reserve])).at(-1)?.state as AgentState | undefined;
+    if (s) a.reserved.set(agentId, s);
+    return s ?? null;
+  }
 }

@@ -22,8 +22,8 @@ import { freeAgents } from '../../queries/agents.js';
 import { SerialRunner } from './serial.js';
 import { agentsToTry, callsToOffer } from './agent-picker.js';
 import { recoverCalls } from './recovery.js';
-import { WEBHOOK_RECORDING_TTL_MS, knownBusy, runSteps, type Step, type StepOutcome } from './commands.js';
-import { afterAgentLeft, allLegs, bridgeCommand, endSteps, newActor, nextLegId, nothingLeft, partyLegs, type Actor, type AgentLeg } from './actor.js';
+import { ActorCommands, WEBHOOK_RECORDING_TTL_MS, knownBusy, type Step } from './commands.js';
+import { afterAgentLeft, allLegs, bridgeCommand, endSteps, ringStep, newActor, nextLegId, nothingLeft, partyLegs, type Actor, type AgentLeg } from './actor.js';
 
 export class CallFlow {
   private readonly actors = new Map<string, Actor>();
@@ -33,12 +33,14 @@ export class CallFlow {
   private readonly dispatchPending = new Set<number>();
   private stopped = false;
   private readonly steps: SerialRunner;
+  private readonly commands: ActorCommands;
 
   constructor(
     private readonly ctx: Context,
     private readonly sw: Switch,
     private readonly signer: RecordingSigner,
   ) {
+    this.commands = new ActorCommands(ctx);
     this.steps = new SerialRunner((err, xnid) => this.ctx.logger.error({ err, xnid }, 'call flow step failed'));
   }
 
@@ -118,28 +120,15 @@ export class CallFlow {
 
   /** Runs a step of one call after its previous steps. */
   private run(xnid: string, step: () => Promise<void>) {
-    this.steps.run(xnid, step);
-  }
-
-  // --- commands -----------------------------------------------------------------------------
-
-  private async call(a: Actor, command: CallCommand) {
-    await this.together(a, [{ kind: 'call', xnid: a.xnid, command }]);
-  }
-
-  /** Several commands in one append (runSteps); the call's state follows its own steps. */
-  private async together(a: Actor, steps: Step[]) {
-    const outcomes = await runSteps(this.ctx, steps);
-    for (const [i, s] of steps.entries()) if (outcomes[i] && s.kind === 'call' && s.xnid === a.xnid) a.state = outcomes[i]!.state as CallState;
-    return outcomes;
-  }
-
-  /** Reserves the agent for the call, after `before` in the same append; null when it is not free. */
-  private async reserve(a: Actor, agentId: number, before: Step[] = [], onlyIf?: (before: StepOutcome[]) => boolean): Promise<AgentState | null> {
-    const reserve: Step = { kind: 'agent', svcId: a.started.svcId, agentId, command: { type: 'Reserve', xnid: a.xnid, time: this.ctx.now() }, if: onlyIf && ((_, b) => onlyIf(b)) };
-    const s = (await this.together(a, [...before, reserve])).at(-1)?.state as AgentState | undefined;
-    if (s) a.reserved.set(agentId, s);
-    return s ?? null;
+    this.steps.run(xnid, async () => {
+      try {
+        await step();
+      } finally {
+        // Steps carried (a ring) go with the next step's append, or now when none is queued.
+        const a = this.actors.get(xnid);
+        if (a?.carry.length && this.steps.waiting(xnid) === 0) await this.commands.together(a, []);
+      }
+    });
   }
 
   // --- requests -----------------------------------------------------------------------------
@@ -152,14 +141,14 @@ export class CallFlow {
     if (started.direction === 'Inbound') {
       a.customerLeg = nextLegId(a);
       this.sw.acceptInbound(a.xnid, a.customerLeg, started.customerNumber);
-      await this.call(a, { type: 'Ring', legId: a.customerLeg, role: 'customer', agentId: null, number: started.customerNumber, time: now });
+      await this.commands.call(a, { type: 'Ring', legId: a.customerLeg, role: 'customer', agentId: null, number: started.customerNumber, time: now });
       if (started.blocked) {
-        await this.call(a, { type: 'Reject', time: now });
+        await this.commands.call(a, { type: 'Reject', time: now });
         this.sw.hangup(a.customerLeg);
         return;
       }
       // The IVR answers at once; the caller then waits for an agent.
-      await this.call(a, { type: 'Answer', legId: a.customerLeg, time: now });
+      await this.commands.call(a, { type: 'Answer', legId: a.customerLeg, time: now });
       await this.offerNext(a);
       return;
     }
@@ -169,7 +158,7 @@ export class CallFlow {
       if (started.namedAgentId !== null) return this.finish(a);
     } else if (started.namedAgentId !== null) {
       // The named agent is held for this call while the customer is rung.
-      if (!(await this.reserve(a, started.namedAgentId))) return this.finish(a);
+      if (!(await this.commands.reserve(a, started.namedAgentId))) return this.finish(a);
     }
     a.customerLeg = nextLegId(a);
     this.sw.dial({ callId: a.xnid, legId: a.customerLeg, number: started.customerNumber, role: 'customer' });
@@ -195,7 +184,7 @@ export class CallFlow {
   private async onTransfer(xnid: string, fromAgentId: number, toAgentId: number, mode: 'BLIND' | 'ATTENDED') {
     const a = this.actors.get(xnid);
     if (!a || a.ending) return;
-    const target = await this.reserve(a, toAgentId);
+    const target = await this.commands.reserve(a, toAgentId);
     if (!target) return;
     const fromLeg = activeLegs(a.state, 'agent').find(([, l]) => l.agentId === fromAgentId)?.[0] ?? null;
     this.dialAgent(a, target, 'transfer', { fromLeg, mode });
@@ -205,7 +194,7 @@ export class CallFlow {
   private async onAddLeg(xnid: string, toAgentId: number) {
     const a = this.actors.get(xnid);
     if (!a || a.ending) return;
-    const target = await this.reserve(a, toAgentId);
+    const target = await this.commands.reserve(a, toAgentId);
     if (target) this.dialAgent(a, target, 'add');
   }
 
@@ -230,22 +219,25 @@ export class CallFlow {
     const isCustomer = s.legId === a.customerLeg;
     const monitor = a.monitorLegs.get(s.legId);
     switch (s.kind) {
-      case 'ringing':
-        if (isCustomer) await this.call(a, { type: 'Ring', legId: s.legId, role: 'customer', agentId: null, number: a.started.customerNumber, time: s.time });
-        else if (agentLeg) await this.call(a, { type: 'Ring', legId: s.legId, role: 'agent', agentId: agentLeg.agentId, number: agentLeg.number, time: s.time });
+      case 'ringing': {
+        const ring = ringStep(a, s.legId, s.time);
+        // Nothing waits on a ring: with the next signal queued already (the answer), it joins that step's append.
+        if (ring && this.steps.waiting(a.xnid) > 0) a.carry.push(ring);
+        else if (ring) await this.commands.together(a, [ring]);
         return;
+      }
       case 'answered':
         if (a.ending) return this.sw.hangup(s.legId);
         if (isCustomer) return this.onCustomerAnswered(a, s.time);
         if (agentLeg) return this.onAgentAnswered(a, s.legId, agentLeg, s.time);
         if (monitor) {
-          await this.call(a, { type: 'Answer', legId: s.legId, time: s.time, mode: monitor });
+          await this.commands.call(a, { type: 'Answer', legId: s.legId, time: s.time, mode: monitor });
           this.sw.monitor(a.xnid, s.legId, monitor);
         }
         return;
       case 'ended':
         if (agentLeg) return this.onAgentEnded(a, s.legId, agentLeg, s.time);
-        await this.call(a, { type: 'Down', legId: s.legId, time: s.time });
+        await this.commands.call(a, { type: 'Down', legId: s.legId, time: s.time });
         if (isCustomer) return this.onCustomerEnded(a);
         a.monitorLegs.delete(s.legId);
         return this.maybeEnd(a);
@@ -258,7 +250,7 @@ export class CallFlow {
     const named = a.started.namedAgentId;
     // The usual case: the answer goes in one append with the first free agent's reservation.
     if (!upAgent && !(named !== null && a.reserved.has(named))) return this.offerNext(a, answer);
-    await this.together(a, [answer]);
+    await this.commands.together(a, [answer]);
     if (upAgent) return this.bridge(a, upAgent[0], upAgent[1]);
     return this.dialAgent(a, a.reserved.get(named!)!, 'primary');
   }
@@ -272,7 +264,7 @@ export class CallFlow {
     ];
     const bridging = customerLeg !== null && a.state.legs[customerLeg]?.phase === 'up';
     if (bridging) steps.push({ kind: 'call', xnid: a.xnid, command: bridgeCommand(a, legId, leg, this.ctx.now()), if: (s) => s.legs[customerLeg]?.phase === 'up' });
-    await this.together(a, steps);
+    await this.commands.together(a, steps);
     leg.talked = true;
     if (!a.customerLeg) {
       // Agent first: now ring the customer.
@@ -297,7 +289,7 @@ export class CallFlow {
     a.reserved.delete(leg.agentId);
     // The leg's end, the agent's release and, when nothing is left of a call that is ending, its end: one append.
     const ends = a.ending && nothingLeft(a, new Set(this.sw.activeLegs()));
-    await this.together(a, [
+    await this.commands.together(a, [
       { kind: 'call', xnid: a.xnid, command: { type: 'Down', legId, time } },
       { kind: 'agent', svcId: a.started.svcId, agentId: leg.agentId, command: { type: 'Release', xnid: a.xnid, time: this.ctx.now(), wrapUp: a.started.wrapUp } },
       ...(ends ? this.endSteps(a) : []),
@@ -321,19 +313,19 @@ export class CallFlow {
     let carry = answer ? [answer] : [];
     for (const agentId of agentsToTry(a.started, free, a.tried)) {
       if (a.started.namedAgentId === null && knownBusy(this.ctx, a.started.svcId, agentId)) continue;
-      const s = await this.reserve(a, agentId, carry, (before) => !answer || up(before[0]?.state as CallState));
+      const s = await this.commands.reserve(a, agentId, carry, (before) => !answer || up(before.at(-1)?.state as CallState));
       carry = [];
       if (answer && !up(a.state)) return null;
       if (s) return s;
     }
-    if (carry.length > 0) await this.together(a, carry);
+    if (carry.length > 0) await this.commands.together(a, carry);
     return null;
   }
 
   /** Offers the waiting customer to an agent, or queues the call; `answer` makes the customer up first. */
   private async offerNext(a: Actor, answer?: Step) {
     const waiting = !!a.customerLeg && (!!answer || a.state.legs[a.customerLeg]?.phase === 'up');
-    if (a.ending || a.offering || !waiting || activeLegs(a.state, 'agent').length > 0 || a.agentLegs.size > 0) return void (answer && (await this.together(a, [answer])));
+    if (a.ending || a.offering || !waiting || activeLegs(a.state, 'agent').length > 0 || a.agentLegs.size > 0) return void (answer && (await this.commands.together(a, [answer])));
     const agent = await this.pickAgent(a, answer);
     if (a.state.legs[a.customerLeg!]?.phase !== 'up') return;
     if (agent) {
@@ -342,7 +334,7 @@ export class CallFlow {
     }
     if (a.state.queuedAt === null) {
       const service = await this.ctx.reads.get<ServiceDoc>('services', String(a.started.svcId));
-      await this.call(a, { type: 'Queue', queueId: service?.queues[0]?.id ?? 0, time: this.ctx.now() });
+      await this.commands.call(a, { type: 'Queue', queueId: service?.queues[0]?.id ?? 0, time: this.ctx.now() });
     }
   }
 
@@ -354,7 +346,7 @@ export class CallFlow {
   }
 
   private async bridge(a: Actor, legId: string, leg: AgentLeg) {
-    await this.call(a, bridgeCommand(a, legId, leg, this.ctx.now()));
+    await this.commands.call(a, bridgeCommand(a, legId, leg, this.ctx.now()));
     this.sw.bridge(a.xnid, a.customerLeg!, legId, { record: a.started.recording });
   }
 
@@ -383,7 +375,7 @@ export class CallFlow {
   }
 
   private async finish(a: Actor) {
-    await this.together(a, this.endSteps(a));
+    await this.commands.together(a, this.endSteps(a));
     this.actors.delete(a.xnid);
   }
 

@@ -5,19 +5,32 @@
  */
 export class SerialRunner {
   private readonly chains = new Map<string, Promise<void>>();
+  private readonly queued = new Map<string, number>();
 
   constructor(private readonly onError: (err: unknown, key: string) => void) {}
 
   /** Queues `step` after every step queued so far under `key`. */
   run(key: string, step: () => Promise<void>): void {
     const prev = this.chains.get(key) ?? Promise.resolve();
+    this.queued.set(key, (this.queued.get(key) ?? 0) + 1);
     const next = prev
-      .then(step)
+      .then(() => {
+        this.queued.set(key, this.queued.get(key)! - 1);
+        return step();
+      })
       .catch((err) => this.onError(err, key))
       .finally(() => {
-        if (this.chains.get(key) === next) this.chains.delete(key);
+        if (this.chains.get(key) === next) {
+          this.chains.delete(key);
+          this.queued.delete(key);
+        }
       });
     this.chains.set(key, next);
+  }
+
+  /** Steps of `key` queued and not yet started. */
+  waiting(key: string): number {
+    return this.queued.get(key) ?? 0;
   }
 
   /** Keys with steps queued or running. */
