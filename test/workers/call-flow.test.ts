@@ -269,6 +269,19 @@ describe('CallFlow with a fake switch', () => {
     expect(await types(xnid)).toContain('CallQueued');
   });
 
+  it('calls answered together get one free agent each, none queued', async () => {
+    for (const id of [1001, 1002, 1003]) await login(id);
+    await startFlow();
+    const xnids = [await place(), await place(), await place()];
+    await until(() => sw.dialled.filter((d) => d.role === 'customer').length === 3, 'three customers dialled');
+    // All answered in one turn: each call sees the same agent free longest.
+    for (let n = 1; n <= 3; n++) sw.answer(sw.legOf('customer', n)!.legId);
+    await until(() => sw.dialled.filter((d) => d.role === 'agent').length === 3, 'three agents dialled');
+    await flow!.idle();
+    expect(new Set(sw.dialled.filter((d) => d.role === 'agent').map((d) => d.number))).toEqual(new Set(['9100001001', '9100001002', '9100001003']));
+    for (const xnid of xnids) expect(await types(xnid)).not.toContain('CallQueued');
+  });
+
   it('at start, ends the calls a previous process left open and frees their agents', async () => {
     await login(1002);
     const first = await startFlow();

@@ -145,7 +145,22 @@ export function knownBusy(ctx: Context, svcId: number, agentId: number): boolean
 
 /** The commands of a call's actor: its state follows its own steps, and what it carries goes first. */
 export class ActorCommands {
+  /** Agents whose reservation is being appended (`svcId:agentId`). */
+  private readonly reserving = new Set<string>();
+
   constructor(private readonly ctx: Context) {}
+
+  /**
+   * Whether to try reserving the agent for a call: not when this process is reserving it for another
+   * call right now, nor when its cached state says it is busy. Calls answered together all see the
+   * same agent free longest; each tried it, and all but one conflicted again and again until the
+   * winner's append was synced (reads do not see it before), then queued. Only this worker reserves
+   * agents, so what it is doing is all there is to know; an agent skipped wrongly is offered on its
+   * next release or by the queue's dispatch.
+   */
+  mayTry(svcId: number, agentId: number): boolean {
+    return !this.reserving.has(`${svcId}:${agentId}`) && !knownBusy(this.ctx, svcId, agentId);
+  }
 
   /** Several commands in one append (runSteps), after the steps the actor carried; outcomes of `steps` only. */
   async together(a: Actor, steps: Step[]): Promise<StepOutcome[]> {
@@ -162,8 +177,14 @@ export class ActorCommands {
   /** Reserves the agent for the call, after `before` in the same append; null when it is not free. */
   async reserve(a: Actor, agentId: number, before: Step[] = [], onlyIf?: (before: StepOutcome[]) => boolean): Promise<AgentState | null> {
     const reserve: Step = { kind: 'agent', svcId: a.started.svcId, agentId, command: { type: 'Reserve', xnid: a.xnid, time: this.ctx.now() }, if: onlyIf && ((_, b) => onlyIf(b)) };
-    const s = (await this.together(a, [...before, reserve])).at(-1)?.state as AgentState | undefined;
-    if (s) a.reserved.set(agentId, s);
-    return s ?? null;
+    const key = `${a.started.svcId}:${agentId}`;
+    this.reserving.add(key);
+    try {
+      const s = (await this.together(a, [...before, reserve])).at(-1)?.state as AgentState | undefined;
+      if (s) a.reserved.set(agentId, s);
+      return s ?? null;
+    } finally {
+      this.reserving.delete(key);
+    }
   }
 }

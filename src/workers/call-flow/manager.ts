@@ -22,7 +22,7 @@ import { freeAgents } from '../../queries/agents.js';
 import { SerialRunner } from './serial.js';
 import { agentsToTry, callsToOffer } from './agent-picker.js';
 import { recoverCalls } from './recovery.js';
-import { ActorCommands, WEBHOOK_RECORDING_TTL_MS, knownBusy, type Step } from './commands.js';
+import { ActorCommands, WEBHOOK_RECORDING_TTL_MS, type Step } from './commands.js';
 import { afterAgentLeft, allLegs, bridgeCommand, endSteps, ringStep, newActor, nextLegId, nothingLeft, partyLegs, type Actor, type AgentLeg } from './actor.js';
 
 export class CallFlow {
@@ -312,7 +312,7 @@ export class CallFlow {
     const up = (s?: CallState) => s?.legs[a.customerLeg!]?.phase === 'up';
     let carry = answer ? [answer] : [];
     for (const agentId of agentsToTry(a.started, free, a.tried)) {
-      if (a.started.namedAgentId === null && knownBusy(this.ctx, a.started.svcId, agentId)) continue;
+      if (a.started.namedAgentId === null && !this.commands.mayTry(a.started.svcId, agentId)) continue;
       const s = await this.commands.reserve(a, agentId, carry, (before) => !answer || up(before.at(-1)?.state as CallState));
       carry = [];
       if (answer && !up(a.state)) return null;
