@@ -237,8 +237,8 @@ export class CallFlow {
         return;
       case 'ended':
         if (agentLeg) return this.onAgentEnded(a, s.legId, agentLeg, s.time);
+        if (isCustomer) return this.onCustomerEnded(a, { kind: 'call', xnid: a.xnid, command: { type: 'Down', legId: s.legId, time: s.time } });
         await this.commands.call(a, { type: 'Down', legId: s.legId, time: s.time });
-        if (isCustomer) return this.onCustomerEnded(a);
         a.monitorLegs.delete(s.legId);
         return this.maybeEnd(a);
     }
@@ -278,9 +278,15 @@ export class CallFlow {
     else await this.bridge(a, legId, leg);
   }
 
-  private async onCustomerEnded(a: Actor) {
+  private async onCustomerEnded(a: Actor, down: Step) {
     a.ending = true;
-    if (!this.hangupAll(a)) await this.maybeEnd(a);
+    const hanging = this.hangupAll(a);
+    // The ends of the legs hung up follow: when one is queued after a turn (the simulator's is), the
+    // customer's end is carried into its append; else appended now.
+    if (hanging) await new Promise((r) => setImmediate(r));
+    if (hanging && this.steps.waiting(a.xnid) > 0) return void a.carry.push(down);
+    await this.commands.together(a, [down]);
+    if (!hanging) await this.maybeEnd(a);
   }
 
   private async onAgentEnded(a: Actor, legId: string, leg: AgentLeg, time: number) {
