@@ -38,8 +38,8 @@ async function currentSecret(ctx: Context, req: DeliveryRequestedData): Promise<
 
 /**
  * Attempts in flight at once to one receiver (scheme, host and port), per process: as many as the
- * keep-alive pool keeps connections to it (post.ts), a quarter of the sender's slots. At 16 a busy
- * local receiver was kept waiting on the gate while the sender had slots to spare.
+ * keep-alive pool keeps connections to it (post.ts), a quarter of the sender's slots, so a busy
+ * receiver is not held to 16 while the sender has slots to spare.
  */
 export const PER_RECEIVER_CONCURRENCY = 64;
 
