@@ -101,3 +101,36 @@ describe('SqliteEventStore WAL sync off the event loop', () => {
     await store.close();
   });
 });
+
+describe('SqliteEventStore tail of recent events', () => {
+  it("answers readers from the events it just stored, and reads another process's appends from the file", async () => {
+    const file = path.join(dir, 'tail.db');
+    const a = new SqliteEventStore(file);
+    const b = new SqliteEventStore(file);
+    const data = { n: 1, nested: { k: 'a' } };
+    await a.appendToStreams([{ streamId: 's', events: [{ type: 'A1', data }, { type: 'A2', data: { n: 2 } }], expectedRevision: 'no_stream' }]);
+    // The caller's object stays the caller's: changing it changes nothing stored or read.
+    data.nested.k = 'changed';
+    await b.appendToStream('t', [{ type: 'B1', data: { n: 3 } }]);
+    await a.appendToStream('s', [{ type: 'A3', data: { n: 4 }, metadata: { by: 'x' } }]);
+    const fromA = await a.readAll();
+    expect(fromA.map((e) => [e.position, e.type])).toEqual([[1, 'A1'], [2, 'A2'], [3, 'B1'], [4, 'A3']]);
+    expect(fromA[0]!.data).toEqual({ n: 1, nested: { k: 'a' } });
+    // Pages from the tail honour `after` and `maxCount` exactly as the file does.
+    expect((await a.readAll({ after: 1, maxCount: 1 })).map((e) => e.type)).toEqual(['A2']);
+    expect((await a.readAll({ after: 3 })).map((e) => e.type)).toEqual(['A3']);
+    expect(await a.readAll({ after: 4 })).toEqual([]);
+    // What the tail hands out is what a reader of the file gets.
+    const c = new SqliteEventStore(file);
+    expect(await a.readAll({ after: 3 })).toEqual(await c.readAll({ after: 3 }));
+    // Shared by every reader of this process: frozen, so no reader can change another's event.
+    const shared = (await a.readAll({ after: 3 }))[0]!;
+    expect(() => {
+      (shared.data as { n: number }).n = 5;
+    }).toThrow(TypeError);
+    expect(() => {
+      shared.metadata.by = 'y';
+    }).toThrow(TypeError);
+    for (const s of [a, b, c]) await s.close();
+  });
+});

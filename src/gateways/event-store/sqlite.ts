@@ -60,6 +60,17 @@ interface Pending {
 
 /** Appends stored in one transaction at most (a burst beyond it takes several). */
 const MAX_GROUP = 512;
+/** Newest synced events kept in memory for the subscriptions of this process (see `recent`). */
+const TAIL = 4096;
+
+/** Frozen: the events of the tail are shared by every reader in this process. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
 
 export class SqliteEventStore implements EventStore {
   private readonly db: Database.Database;
@@ -68,8 +79,14 @@ export class SqliteEventStore implements EventStore {
   private flushScheduled = false;
   /** Positions of the events of groups committed and not yet synced, oldest group first. */
   private unsynced: { lo: number; hi: number }[] = [];
-  /** Positions inserted by the group being committed (a rolled-back savepoint takes its own back). */
-  private inserted: number[] = [];
+  /** Events inserted by the group being committed, in position order (a rolled-back savepoint takes its own back). */
+  private inserted: RecordedEvent[] = [];
+  /**
+   * The newest synced events, contiguous by position (a gap, i.e. another process's appends, starts it
+   * anew): every subscription of this process (projector, workers, socket) reads what was just
+   * appended from here instead of each querying and decoding the same rows.
+   */
+  private recent: RecordedEvent[] = [];
   private syncing: Promise<void> = Promise.resolve();
   private readonly counts = { commits: 0, appends: 0 };
   private readonly emitter = new EventEmitter();
@@ -161,17 +178,22 @@ export class SqliteEventStore implements EventStore {
       const time = this.clock();
       for (const e of fresh) {
         revision += 1;
-        const info = this.stmts.insert.run(
-          e.id ?? uuidv4(),
+        const id = e.id ?? uuidv4();
+        const data = JSON.stringify(e.data ?? null);
+        const metadata = e.metadata ? JSON.stringify(e.metadata) : '{}';
+        const info = this.stmts.insert.run(id, streamId, revision, e.type, data, metadata, time);
+        position = Number(info.lastInsertRowid);
+        // Decoded from what was stored, so no caller's object is shared with the readers.
+        this.inserted.push({
+          position,
+          id,
           streamId,
           revision,
-          e.type,
-          JSON.stringify(e.data ?? null),
-          JSON.stringify(e.metadata ?? {}),
+          type: e.type,
+          data: deepFreeze(JSON.parse(data)),
+          metadata: metadata === '{}' ? NO_METADATA : deepFreeze(JSON.parse(metadata)),
           time,
-        );
-        position = Number(info.lastInsertRowid);
-        this.inserted.push(position);
+        });
       }
       results.push({ nextExpectedRevision: revision, position });
     }
@@ -232,14 +254,16 @@ export class SqliteEventStore implements EventStore {
     }
     this.counts.commits++;
     this.counts.appends += group.length;
-    const grew = this.inserted.length > 0;
+    const stored = this.inserted;
+    const grew = stored.length > 0;
     // One transaction: no one else inserted between its first and last position.
-    const newHead = grew ? Math.max(...this.inserted) : 0;
-    if (grew) this.unsynced.push({ lo: Math.min(...this.inserted), hi: newHead });
+    const newHead = grew ? stored[stored.length - 1]!.position : 0;
+    if (grew) this.unsynced.push({ lo: stored[0]!.position, hi: newHead });
     const answer = () => {
       if (grew) {
         this.unsynced.shift();
         this.head = Math.max(this.head, newHead);
+        this.keepRecent(stored);
       }
       group.forEach((p, i) => {
         const o = outcomes[i]!;
@@ -256,6 +280,22 @@ export class SqliteEventStore implements EventStore {
     });
   }
 
+  /** Groups are synced (and so kept) in commit order; a gap means someone else wrote in between. */
+  private keepRecent(group: RecordedEvent[]) {
+    const last = this.recent[this.recent.length - 1];
+    if (!last || last.position + 1 !== group[0]!.position) this.recent = [];
+    for (const e of group) this.recent.push(e);
+    if (this.recent.length > 2 * TAIL) this.recent = this.recent.slice(-TAIL);
+  }
+
+  /** The events after `after` from the tail, or null when the tail does not hold the next one. */
+  private fromRecent(after: number, maxCount: number): RecordedEvent[] | null {
+    const first = this.recent[0];
+    if (!first || after < first.position - 1 || after >= this.recent[this.recent.length - 1]!.position) return null;
+    const start = after + 1 - first.position;
+    return this.recent.slice(start, maxCount < 0 ? undefined : start + maxCount);
+  }
+
   /** Reads see positions below this: not this process's appends committed and not yet synced. */
   private syncedBelow(): number {
     return this.unsynced[0]?.lo ?? Number.MAX_SAFE_INTEGER;
@@ -270,8 +310,13 @@ export class SqliteEventStore implements EventStore {
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
     this.assertOpen();
+    const after = options.after ?? 0;
+    const maxCount = options.maxCount ?? -1;
+    // The tail holds only synced events; past it (another process's appends) the file answers.
+    const recent = this.fromRecent(after, maxCount);
+    if (recent) return recent;
     // Not what this process committed and has not yet synced: no one may act on it before its writer is answered.
-    return this.stmts.readAll.all(options.after ?? 0, this.syncedBelow(), options.maxCount ?? -1).map(toRecorded);
+    return this.stmts.readAll.all(after, this.syncedBelow(), maxCount).map(toRecorded);
   }
 
   /**
