@@ -45,6 +45,54 @@ describe('SqliteEventStore group commit', () => {
     await store.close();
   });
 
+  it('a command that fails after its first insert is rolled back alone; a refused one stores nothing of any stream', async () => {
+    const store = new SqliteEventStore(path.join(dir, 'group-redo.db'));
+    await store.appendToStream('taken', [{ type: 'T', data: {} }]);
+    const before = { ...store.stats };
+    const [ok1, twiceSameId, refusedPair, sameStreamTwice, ok2] = await Promise.allSettled([
+      store.appendToStream('a', [{ type: 'A', data: { n: 1 } }], { expectedRevision: 'no_stream' }),
+      // The second insert breaks the unique id after the first went in: only its own rollback may undo it.
+      store.appendToStream('b', [
+        { type: 'B', data: {}, id: 'dup-id' },
+        { type: 'B', data: {}, id: 'dup-id' },
+      ]),
+      // The second stream conflicts: the first stream's events must not be stored either.
+      store.appendToStreams([
+        { streamId: 'c1', events: [{ type: 'C', data: {} }], expectedRevision: 'no_stream' },
+        { streamId: 'taken', events: [{ type: 'C', data: {} }], expectedRevision: 'no_stream' },
+      ]),
+      // One stream named twice in one command: the second part sees the first.
+      store.appendToStreams([
+        { streamId: 'd', events: [{ type: 'D1', data: {} }], expectedRevision: 'no_stream' },
+        { streamId: 'd', events: [{ type: 'D2', data: {} }], expectedRevision: 0 },
+      ]),
+      store.appendToStream('e', [{ type: 'E', data: {} }], { expectedRevision: 'no_stream' }),
+    ]);
+    expect(store.stats.commits - before.commits).toBe(1);
+    expect([ok1.status, twiceSameId.status, refusedPair.status, sameStreamTwice.status, ok2.status]).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled', 'fulfilled']);
+    expect(await store.readStream('b')).toEqual([]);
+    expect(await store.readStream('c1')).toEqual([]);
+    expect((await store.readStream('d')).map((e) => [e.type, e.revision])).toEqual([['D1', 0], ['D2', 1]]);
+    const all = await store.readAll({ after: 1 });
+    expect(all.map((e) => e.type)).toEqual(['A', 'D1', 'D2', 'E']);
+    expect(all.map((e) => e.position)).toEqual([2, 3, 4, 5]);
+    // The tail and the file agree on what the group stored.
+    const other = new SqliteEventStore(path.join(dir, 'group-redo.db'));
+    expect(await other.readAll({ after: 1 })).toEqual(all);
+    await other.close();
+    await store.close();
+  });
+
+  it('gives events without an id time-ordered ids', async () => {
+    const store = new SqliteEventStore(path.join(dir, 'ids.db'));
+    for (let i = 0; i < 3; i++) await store.appendToStream('s', [{ type: 'A', data: { i } }]);
+    const ids = (await store.readStream('s')).map((e) => e.id);
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // Ordered by time first: the ids of later appends never sort before earlier ones' millisecond.
+    expect(ids.map((id) => id.slice(0, 13))).toEqual([...ids.map((id) => id.slice(0, 13))].sort());
+    await store.close();
+  });
+
   it('answers appends accepted before close, then refuses new ones', async () => {
     const store = new SqliteEventStore(path.join(dir, 'close.db'));
     const pending = store.appendToStream('s', [{ type: 'A', data: {} }]);

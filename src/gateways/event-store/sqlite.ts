@@ -3,8 +3,8 @@
  * commit, before any caller is answered).
  *
  * Group commit: appends that arrive in the same turn of the event loop are stored in one transaction,
- * each inside its own savepoint and checked against its own expected revision, so a conflict fails
- * only its own append. The WAL is then synced off the event loop (WalSync): transactions committed
+ * each checked against its own expected revision, so a conflict fails only its own append (see
+ * sqlite-group.ts). The WAL is then synced off the event loop (WalSync): transactions committed
  * while a sync runs share the next one. Every caller is answered after the sync covering its commit,
  * so an acknowledged append survives kill -9 and power loss exactly as with synchronous=FULL; until
  * then this process neither announces nor reads back those events.
@@ -12,7 +12,6 @@
 import type Database from 'better-sqlite3';
 import { WalSync, openSqlite } from '../sqlite.js';
 import { EventEmitter } from 'node:events';
-import { v4 as uuidv4 } from 'uuid';
 import {
   type AppendResult,
   type EventStore,
@@ -23,10 +22,9 @@ import {
   type RecordedEvent,
   type StreamAppend,
   type Subscription,
-  WrongExpectedRevisionError,
-  matchesExpected,
 } from './port.js';
 import { pollingSubscription } from './subscription.js';
+import { GroupWriter, NO_METADATA, type Outcome } from './sqlite-group.js';
 
 interface Row {
   position: number;
@@ -38,8 +36,6 @@ interface Row {
   metadata: string;
   time: number;
 }
-
-const NO_METADATA: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
 const toRecorded = (r: Row): RecordedEvent => ({
   position: r.position,
@@ -63,15 +59,6 @@ const MAX_GROUP = 512;
 /** Newest synced events kept in memory for the subscriptions of this process (see `recent`). */
 const TAIL = 4096;
 
-/** Frozen: the events of the tail are shared by every reader in this process. */
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
-}
-
 export class SqliteEventStore implements EventStore {
   private readonly db: Database.Database;
   private readonly wal: WalSync;
@@ -79,8 +66,6 @@ export class SqliteEventStore implements EventStore {
   private flushScheduled = false;
   /** Positions of the events of groups committed and not yet synced, oldest group first. */
   private unsynced: { lo: number; hi: number }[] = [];
-  /** Events inserted by the group being committed, in position order (a rolled-back savepoint takes its own back). */
-  private inserted: RecordedEvent[] = [];
   /**
    * The newest synced events, contiguous by position (a gap, i.e. another process's appends, starts it
    * anew): every subscription of this process (projector, workers, socket) reads what was just
@@ -114,13 +99,6 @@ export class SqliteEventStore implements EventStore {
     `);
     this.emitter.setMaxListeners(0);
     this.stmts = {
-      streamHead: this.db.prepare<[string], { revision: number; position: number }>(
-        'SELECT revision, position FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1',
-      ),
-      insert: this.db.prepare(
-        'INSERT INTO events (id, stream_id, revision, type, data, metadata, time) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      ),
-      byId: this.db.prepare<[string], { stream_id: string }>('SELECT stream_id FROM events WHERE id = ?'),
       readStream: this.db.prepare<[string, number, number, number], Row>(
         'SELECT * FROM events WHERE stream_id = ? AND revision >= ? AND position < ? ORDER BY revision LIMIT ?',
       ),
@@ -131,11 +109,7 @@ export class SqliteEventStore implements EventStore {
       ).raw(),
     };
     this.head = this.stmts.head.get()?.p ?? 0;
-    this.appendTx = this.db.transaction((batch: StreamAppend[]) => this.appendBatch(batch));
-    // IMMEDIATE: the write lock is taken (waiting out busy_timeout) before the revisions are read.
-    // A deferred transaction that reads first fails at once with "database is locked" when
-    // another process (ROLES split on one DATA_DIR) committed in between.
-    this.groupTx = this.db.transaction((run: () => void) => run()).immediate;
+    this.writer = new GroupWriter(this.db, clock);
   }
 
   /** Commits, the appends they carried and the WAL syncs (fsyncs) they took: what group commit saves. */
@@ -148,57 +122,7 @@ export class SqliteEventStore implements EventStore {
     return this.db.name;
   }
 
-  /** One command's appends; called inside the group's transaction, so this is a savepoint. */
-  private readonly appendTx: (appends: StreamAppend[]) => AppendResult[];
-  /** The group's transaction (wrappers made once: making one per call showed in profiles). */
-  private readonly groupTx: (run: () => void) => void;
-
-  private appendBatch(batch: StreamAppend[]): AppendResult[] {
-    const results: AppendResult[] = [];
-    for (const { streamId, events, expectedRevision } of batch) {
-      const last = this.stmts.streamHead.get(streamId);
-      let revision = last?.revision ?? -1;
-      let position = last?.position ?? 0;
-      // Idempotent retry: events whose ids are already stored (in this stream) are skipped.
-      const fresh = events.filter((e) => {
-        if (!e.id) return true;
-        const found = this.stmts.byId.get(e.id);
-        if (found && found.stream_id !== streamId) {
-          throw new Error(`event id ${e.id} already used in stream ${found.stream_id}`);
-        }
-        return !found;
-      });
-      if (fresh.length === 0 && events.length > 0) {
-        results.push({ nextExpectedRevision: revision, position });
-        continue;
-      }
-      if (!matchesExpected(expectedRevision, revision)) {
-        throw new WrongExpectedRevisionError(streamId, expectedRevision, revision);
-      }
-      const time = this.clock();
-      for (const e of fresh) {
-        revision += 1;
-        const id = e.id ?? uuidv4();
-        const data = JSON.stringify(e.data ?? null);
-        const metadata = e.metadata ? JSON.stringify(e.metadata) : '{}';
-        const info = this.stmts.insert.run(id, streamId, revision, e.type, data, metadata, time);
-        position = Number(info.lastInsertRowid);
-        // Decoded from what was stored, so no caller's object is shared with the readers.
-        this.inserted.push({
-          position,
-          id,
-          streamId,
-          revision,
-          type: e.type,
-          data: deepFreeze(JSON.parse(data)),
-          metadata: metadata === '{}' ? NO_METADATA : deepFreeze(JSON.parse(metadata)),
-          time,
-        });
-      }
-      results.push({ nextExpectedRevision: revision, position });
-    }
-    return results;
-  }
+  private readonly writer: GroupWriter;
 
   async appendToStream(
     streamId: string,
@@ -233,20 +157,9 @@ export class SqliteEventStore implements EventStore {
       for (const p of group) p.reject(new Error('event store is closed'));
       return;
     }
-    const outcomes: ({ ok: AppendResult[] } | { err: unknown })[] = [];
-    this.inserted = [];
+    let outcomes: Outcome[];
     try {
-      this.groupTx(() => {
-        for (const p of group) {
-          const before = this.inserted.length;
-          try {
-            outcomes.push({ ok: this.appendTx(p.appends) });
-          } catch (err) {
-            this.inserted.length = before;
-            outcomes.push({ err }); // its savepoint is rolled back; the others stand
-          }
-        }
-      });
+      outcomes = this.writer.commit(group.map((p) => p.appends));
     } catch (err) {
       // The commit itself failed: nothing of the group is stored.
       for (const p of group) p.reject(err);
@@ -254,7 +167,7 @@ export class SqliteEventStore implements EventStore {
     }
     this.counts.commits++;
     this.counts.appends += group.length;
-    const stored = this.inserted;
+    const stored = this.writer.inserted;
     const grew = stored.length > 0;
     // One transaction: no one else inserted between its first and last position.
     const newHead = grew ? stored[stored.length - 1]!.position : 0;
