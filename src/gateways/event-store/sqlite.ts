@@ -13,6 +13,7 @@ import type Database from 'better-sqlite3';
 import { WalSync, openSqlite } from '../sqlite.js';
 import { EventEmitter } from 'node:events';
 import {
+  type AppendOptions,
   type AppendResult,
   type EventStore,
   type ExpectedRevision,
@@ -50,6 +51,7 @@ const toRecorded = (r: Row): RecordedEvent => ({
 
 interface Pending {
   appends: StreamAppend[];
+  onCommitted?: ((results: AppendResult[]) => void) | undefined;
   resolve: (r: AppendResult[]) => void;
   reject: (err: unknown) => void;
 }
@@ -124,19 +126,20 @@ export class SqliteEventStore implements EventStore {
 
   private readonly writer: GroupWriter;
 
-  async appendToStream(
-    streamId: string,
-    events: NewEvent[],
-    options: { expectedRevision?: ExpectedRevision } = {},
-  ): Promise<AppendResult> {
-    const [result] = await this.appendToStreams([{ streamId, events, expectedRevision: options.expectedRevision ?? 'any' }]);
+  async appendToStream(streamId: string, events: NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
+    const onCommitted = options.onCommitted;
+    const [result] = await this.append([{ streamId, events, expectedRevision: options.expectedRevision ?? 'any' }], onCommitted && ((r) => onCommitted(r[0]!)));
     return result!;
   }
 
   appendToStreams(appends: StreamAppend[]): Promise<AppendResult[]> {
+    return this.append(appends);
+  }
+
+  private append(appends: StreamAppend[], onCommitted?: (r: AppendResult[]) => void): Promise<AppendResult[]> {
     this.assertOpen();
     return new Promise((resolve, reject) => {
-      this.pending.push({ appends, resolve, reject });
+      this.pending.push({ appends, resolve, reject, onCommitted });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         // After the I/O callbacks of this turn: every append they made joins the group.
@@ -165,6 +168,15 @@ export class SqliteEventStore implements EventStore {
       for (const p of group) p.reject(err);
       return;
     }
+    group.forEach((p, i) => {
+      const o = outcomes[i]!;
+      if (!p.onCommitted || !('ok' in o)) return;
+      try {
+        p.onCommitted(o.ok);
+      } catch {
+        /* a caller's hook must not fail the group */
+      }
+    });
     this.counts.commits++;
     this.counts.appends += group.length;
     const stored = this.writer.inserted;
