@@ -182,3 +182,26 @@ describe('SqliteEventStore tail of recent events', () => {
     for (const s of [a, b, c]) await s.close();
   });
 });
+
+describe('SqliteEventStore tail: nothing newer, unless another process appended', () => {
+  it("a reader at the tail's end sees another process's later appends, with no append of its own in between", async () => {
+    const file = path.join(dir, 'tail-foreign.db');
+    const a = new SqliteEventStore(file);
+    const b = new SqliteEventStore(file);
+    await a.appendToStream('s', [{ type: 'A1', data: {} }]);
+    expect(await a.readAll({ after: 1 })).toEqual([]);
+    // Only another connection's commit can add events after this process's newest: b's must show.
+    await b.appendToStream('t', [{ type: 'B1', data: {} }]);
+    await b.appendToStream('t', [{ type: 'B2', data: {} }]);
+    expect((await a.readAll({ after: 1 })).map((e) => e.type)).toEqual(['B1', 'B2']);
+    expect((await a.readAll({ after: 1, maxCount: 1 })).map((e) => e.type)).toEqual(['B1']);
+    expect(await a.readAll({ after: 3 })).toEqual([]);
+    // Still there for a reader that is behind, however often the end was read meanwhile.
+    expect((await a.readAll({ after: 1 })).map((e) => e.type)).toEqual(['B1', 'B2']);
+    // This process appends again: the gap starts a new tail, and nothing is skipped.
+    await a.appendToStream('s', [{ type: 'A2', data: {} }]);
+    expect((await a.readAll({ after: 1 })).map((e) => e.type)).toEqual(['B1', 'B2', 'A2']);
+    expect(await a.readAll({ after: 4 })).toEqual([]);
+    for (const s of [a, b]) await s.close();
+  });
+});

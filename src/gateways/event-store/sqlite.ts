@@ -26,6 +26,7 @@ import {
 } from './port.js';
 import { pollingSubscription } from './subscription.js';
 import { GroupWriter, NO_METADATA, type Outcome } from './sqlite-group.js';
+import { RecentEvents } from './sqlite-tail.js';
 
 interface Row {
   position: number;
@@ -58,8 +59,6 @@ interface Pending {
 
 /** Appends stored in one transaction at most (a burst beyond it takes several). */
 const MAX_GROUP = 512;
-/** Newest synced events kept in memory for the subscriptions of this process (see `recent`). */
-const TAIL = 4096;
 
 export class SqliteEventStore implements EventStore {
   private readonly db: Database.Database;
@@ -68,12 +67,8 @@ export class SqliteEventStore implements EventStore {
   private flushScheduled = false;
   /** Positions of the events of groups committed and not yet synced, oldest group first. */
   private unsynced: { lo: number; hi: number }[] = [];
-  /**
-   * The newest synced events, contiguous by position (a gap, i.e. another process's appends, starts it
-   * anew): every subscription of this process (projector, workers, socket) reads what was just
-   * appended from here instead of each querying and decoding the same rows.
-   */
-  private recent: RecordedEvent[] = [];
+  /** The newest synced events: what the subscriptions of this process read (see sqlite-tail.ts). */
+  private readonly recent: RecentEvents;
   private syncing: Promise<void> = Promise.resolve();
   private readonly counts = { commits: 0, appends: 0 };
   private readonly emitter = new EventEmitter();
@@ -111,6 +106,8 @@ export class SqliteEventStore implements EventStore {
       ).raw(),
     };
     this.head = this.stmts.head.get()?.p ?? 0;
+    const dataVersion = this.db.prepare<[], number>('PRAGMA data_version').pluck();
+    this.recent = new RecentEvents(() => dataVersion.get()!);
     this.writer = new GroupWriter(this.db, clock);
   }
 
@@ -188,7 +185,7 @@ export class SqliteEventStore implements EventStore {
       if (grew) {
         this.unsynced.shift();
         this.head = Math.max(this.head, newHead);
-        this.keepRecent(stored);
+        this.recent.keep(stored);
       }
       group.forEach((p, i) => {
         const o = outcomes[i]!;
@@ -203,22 +200,6 @@ export class SqliteEventStore implements EventStore {
       if (grew) this.unsynced.shift();
       for (const p of group) p.reject(err);
     });
-  }
-
-  /** Groups are synced (and so kept) in commit order; a gap means someone else wrote in between. */
-  private keepRecent(group: RecordedEvent[]) {
-    const last = this.recent[this.recent.length - 1];
-    if (!last || last.position + 1 !== group[0]!.position) this.recent = [];
-    for (const e of group) this.recent.push(e);
-    if (this.recent.length > 2 * TAIL) this.recent = this.recent.slice(-TAIL);
-  }
-
-  /** The events after `after` from the tail, or null when the tail does not hold the next one. */
-  private fromRecent(after: number, maxCount: number): RecordedEvent[] | null {
-    const first = this.recent[0];
-    if (!first || after < first.position - 1 || after >= this.recent[this.recent.length - 1]!.position) return null;
-    const start = after + 1 - first.position;
-    return this.recent.slice(start, maxCount < 0 ? undefined : start + maxCount);
   }
 
   /** Reads see positions below this: not this process's appends committed and not yet synced. */
@@ -238,10 +219,12 @@ export class SqliteEventStore implements EventStore {
     const after = options.after ?? 0;
     const maxCount = options.maxCount ?? -1;
     // The tail holds only synced events; past it (another process's appends) the file answers.
-    const recent = this.fromRecent(after, maxCount);
+    const recent = this.recent.read(after, maxCount);
     if (recent) return recent;
     // Not what this process committed and has not yet synced: no one may act on it before its writer is answered.
-    return this.stmts.readAll.all(after, this.syncedBelow(), maxCount).map(toRecorded);
+    const rows = this.stmts.readAll.all(after, this.syncedBelow(), maxCount);
+    if (rows.length === 0 && this.unsynced.length === 0) this.recent.sawNothingAfter(after);
+    return rows.map(toRecorded);
   }
 
   /**
