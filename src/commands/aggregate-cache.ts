@@ -73,8 +73,29 @@ const folderId = (evolve: object) => {
   return id;
 };
 
+/**
+ * One command's turn on a stream (see AggregateCache.enter). `committed` resolves with the state after
+ * its append once that is committed, not yet durable (undefined when it appended nothing, failed, or
+ * the store cannot tell); `settled` once the command ended, answered or failed.
+ */
+export interface Turn<S = unknown> {
+  committed: Promise<Loaded<S> | undefined>;
+  settled: Promise<void>;
+}
+
+export interface Lane<S> {
+  /** The turn of the command before this one on the stream, in this process (none: go ahead). */
+  previous: Turn<S> | undefined;
+  /** Hands the next command the state after this one's append (committed, not yet durable). */
+  committed(state: Loaded<S> | undefined): void;
+  /** Ends the turn (always call it, in a finally). */
+  settle(): void;
+}
+
 export class AggregateCache {
   private readonly entries = new Map<string, Entry>();
+  /** The newest turn per (stream, fold) of the commands of this process: see `enter`. */
+  private readonly lanes = new Map<string, Turn>();
   hits = 0;
   misses = 0;
   eventsFolded = 0;
@@ -146,6 +167,32 @@ export class AggregateCache {
     if (current) this.entries.delete(key);
     this.set(key, entry);
     this.maybeSnapshot(streamId, f, entry);
+  }
+
+  /**
+   * Queues a command behind the previous one on the same stream in this process. Commands on one
+   * stream that run together would all decide on the same state and all but one conflict, again on
+   * every retry until the winner is durable (a busy stream then used up the retries: 503). In a lane,
+   * each decides on the state its predecessor committed, so its append lands in a later group, and it
+   * is answered after a sync that covers both. That state is handed along the lane only: the cache
+   * keeps what is durable.
+   */
+  enter<S>(streamId: string, folder: Folder<S, any>): Lane<S> {
+    const key = this.key(streamId, folder as Folder<unknown, unknown>);
+    const previous = this.lanes.get(key) as Turn<S> | undefined;
+    let commit!: (state: Loaded<S> | undefined) => void;
+    let settle!: () => void;
+    const turn: Turn<S> = { committed: new Promise((r) => (commit = r)), settled: new Promise((r) => (settle = r)) };
+    this.lanes.set(key, turn as Turn);
+    return {
+      previous,
+      committed: (state) => commit(state),
+      settle: () => {
+        commit(undefined); // no effect once committed
+        settle();
+        if (this.lanes.get(key) === turn) this.lanes.delete(key);
+      },
+    };
   }
 
   /** Drops what is known of a stream (an append whose outcome we cannot fold ourselves). */

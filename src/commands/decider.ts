@@ -8,7 +8,7 @@
 import type { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent } from '../gateways/event-store/port.js';
 import { WrongExpectedRevisionError } from '../gateways/event-store/port.js';
 import { unavailable } from '../domain/errors.js';
-import { aggregateCache, type Folder, type Loaded } from './aggregate-cache.js';
+import { aggregateCache, type Folder, type Lane, type Loaded } from './aggregate-cache.js';
 
 export interface DomainEvent<T extends string = string, D = unknown> {
   type: T;
@@ -153,7 +153,11 @@ export async function handleStreams<T>(
   }
 }
 
-/** The command handler for one stream. */
+/**
+ * The command handler for one stream. Commands of this process on one stream take turns (see
+ * AggregateCache.enter): each decides on the state the one before it committed, so they do not
+ * conflict with each other; only another process's append makes one decide again.
+ */
 export async function handleCommand<C, S, E extends DomainEvent>(
   store: EventStore,
   streamId: string,
@@ -162,18 +166,47 @@ export async function handleCommand<C, S, E extends DomainEvent>(
   options: HandleOptions<E> = {},
 ): Promise<CommandResult<S, E>> {
   const cache = aggregateCache(store);
+  const lane = cache.enter(streamId, decider);
+  try {
+    return await runCommand(store, streamId, decider, command, options, lane);
+  } finally {
+    lane.settle();
+  }
+}
+
+async function runCommand<C, S, E extends DomainEvent>(
+  store: EventStore,
+  streamId: string,
+  decider: Decider<C, S, E>,
+  command: C,
+  options: HandleOptions<E>,
+  lane: Lane<S>,
+): Promise<CommandResult<S, E>> {
+  const cache = aggregateCache(store);
   const maxAttempts = options.maxAttempts ?? RETRY.maxAttempts;
+  // The predecessor's committed state, not yet durable: an append on it is answered only once a sync
+  // covers both, but an answer without an append must first wait for the predecessor to end.
+  let handed = lane.previous && (await lane.previous.committed);
   // First on the cached state without a read: a command that appends is checked by its expected
   // revision anyway. Only an answer without events (a refusal, nothing to do) is checked against the
   // store first, since no append would tell that the cache was behind (another process wrote).
-  const peeked = cache.peek(streamId, decider);
-  let next: { loaded: Loaded<S>; checked: boolean } | undefined = peeked && { loaded: peeked, checked: false };
+  const first = handed ?? cache.peek(streamId, decider);
+  let next: { loaded: Loaded<S>; checked: boolean } | undefined = first && { loaded: first, checked: false };
   for (let attempt = 1; ; attempt++) {
     if (!next) await pause(RETRY.pauseMs(attempt));
     const { loaded, checked } = next ?? { loaded: await cache.load(streamId, decider, toDomain<E>), checked: true };
     next = undefined;
     const { state, revision, position } = loaded;
+    const onHanded = loaded === handed;
     const stale = async () => {
+      if (onHanded) {
+        // Decided on a state that is not durable yet: decide again once the predecessor has ended.
+        await lane.previous!.settled;
+        handed = undefined;
+        const now = cache.peek(streamId, decider);
+        next = now && { loaded: now, checked: false };
+        return true;
+      }
       if (checked) return false;
       const fresh = await cache.load(streamId, decider, toDomain<E>);
       if (fresh.revision === revision) return false;
@@ -191,21 +224,28 @@ export async function handleCommand<C, S, E extends DomainEvent>(
       if (await stale()) continue;
       return { events, state, revision, position };
     }
+    let after = state;
+    for (const e of events) after = decider.evolve(after, e);
+    const expected = revision + events.length;
     try {
-      const result = await store.appendToStream(streamId, events.map((e, i) => toNew(e, i, options)), { expectedRevision: expectedOf(revision) });
-      if (result.nextExpectedRevision !== revision + events.length) {
+      const result = await store.appendToStream(streamId, events.map((e, i) => toNew(e, i, options)), {
+        expectedRevision: expectedOf(revision),
+        onCommitted: (r) => lane.committed(r.nextExpectedRevision === expected ? { state: after, revision: r.nextExpectedRevision, position: r.position } : undefined),
+      });
+      if (result.nextExpectedRevision !== expected) {
         // An idempotent retry: the store already held these events; what it holds is the truth.
         cache.forget(streamId, decider);
         const now = await cache.load(streamId, decider, toDomain<E>);
         return { events, state: now.state, revision: now.revision, position: result.position };
       }
-      let next = state;
-      for (const e of events) next = decider.evolve(next, e);
-      cache.remember(streamId, decider, { state: next, revision: result.nextExpectedRevision, position: result.position });
-      return { events, state: next, revision: result.nextExpectedRevision, position: result.position };
+      cache.remember(streamId, decider, { state: after, revision: result.nextExpectedRevision, position: result.position });
+      return { events, state: after, revision: result.nextExpectedRevision, position: result.position };
     } catch (err) {
       if (!(err instanceof WrongExpectedRevisionError)) throw err;
       if (attempt >= maxAttempts) throw unavailable(`too much contention on ${streamId}; try again`);
+      // Another process wrote. The predecessor's events become readable once it has ended.
+      if (onHanded) await lane.previous!.settled;
+      handed = undefined;
     }
   }
 }

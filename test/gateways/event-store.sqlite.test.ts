@@ -45,6 +45,54 @@ describe('SqliteEventStore group commit', () => {
     await store.close();
   });
 
+  it('a command that fails after its first insert is rolled back alone; a refused one stores nothing of any stream', async () => {
+    const store = new SqliteEventStore(path.join(dir, 'group-redo.db'));
+    await store.appendToStream('taken', [{ type: 'T', data: {} }]);
+    const before = { ...store.stats };
+    const [ok1, twiceSameId, refusedPair, sameStreamTwice, ok2] = await Promise.allSettled([
+      store.appendToStream('a', [{ type: 'A', data: { n: 1 } }], { expectedRevision: 'no_stream' }),
+      // The second insert breaks the unique id after the first went in: only its own rollback may undo it.
+      store.appendToStream('b', [
+        { type: 'B', data: {}, id: 'dup-id' },
+        { type: 'B', data: {}, id: 'dup-id' },
+      ]),
+      // The second stream conflicts: the first stream's events must not be stored either.
+      store.appendToStreams([
+        { streamId: 'c1', events: [{ type: 'C', data: {} }], expectedRevision: 'no_stream' },
+        { streamId: 'taken', events: [{ type: 'C', data: {} }], expectedRevision: 'no_stream' },
+      ]),
+      // One stream named twice in one command: the second part sees the first.
+      store.appendToStreams([
+        { streamId: 'd', events: [{ type: 'D1', data: {} }], expectedRevision: 'no_stream' },
+        { streamId: 'd', events: [{ type: 'D2', data: {} }], expectedRevision: 0 },
+      ]),
+      store.appendToStream('e', [{ type: 'E', data: {} }], { expectedRevision: 'no_stream' }),
+    ]);
+    expect(store.stats.commits - before.commits).toBe(1);
+    expect([ok1.status, twiceSameId.status, refusedPair.status, sameStreamTwice.status, ok2.status]).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled', 'fulfilled']);
+    expect(await store.readStream('b')).toEqual([]);
+    expect(await store.readStream('c1')).toEqual([]);
+    expect((await store.readStream('d')).map((e) => [e.type, e.revision])).toEqual([['D1', 0], ['D2', 1]]);
+    const all = await store.readAll({ after: 1 });
+    expect(all.map((e) => e.type)).toEqual(['A', 'D1', 'D2', 'E']);
+    expect(all.map((e) => e.position)).toEqual([2, 3, 4, 5]);
+    // The tail and the file agree on what the group stored.
+    const other = new SqliteEventStore(path.join(dir, 'group-redo.db'));
+    expect(await other.readAll({ after: 1 })).toEqual(all);
+    await other.close();
+    await store.close();
+  });
+
+  it('gives events without an id time-ordered ids', async () => {
+    const store = new SqliteEventStore(path.join(dir, 'ids.db'));
+    for (let i = 0; i < 3; i++) await store.appendToStream('s', [{ type: 'A', data: { i } }]);
+    const ids = (await store.readStream('s')).map((e) => e.id);
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // Ordered by time first: the ids of later appends never sort before earlier ones' millisecond.
+    expect(ids.map((id) => id.slice(0, 13))).toEqual([...ids.map((id) => id.slice(0, 13))].sort());
+    await store.close();
+  });
+
   it('answers appends accepted before close, then refuses new ones', async () => {
     const store = new SqliteEventStore(path.join(dir, 'close.db'));
     const pending = store.appendToStream('s', [{ type: 'A', data: {} }]);
@@ -99,5 +147,61 @@ describe('SqliteEventStore WAL sync off the event loop', () => {
     expect(after.syncs - before.syncs).toBeGreaterThan(0);
     expect(after.syncs - before.syncs).toBeLessThanOrEqual(after.commits - before.commits);
     await store.close();
+  });
+});
+
+describe('SqliteEventStore tail of recent events', () => {
+  it("answers readers from the events it just stored, and reads another process's appends from the file", async () => {
+    const file = path.join(dir, 'tail.db');
+    const a = new SqliteEventStore(file);
+    const b = new SqliteEventStore(file);
+    const data = { n: 1, nested: { k: 'a' } };
+    await a.appendToStreams([{ streamId: 's', events: [{ type: 'A1', data }, { type: 'A2', data: { n: 2 } }], expectedRevision: 'no_stream' }]);
+    // The caller's object stays the caller's: changing it changes nothing stored or read.
+    data.nested.k = 'changed';
+    await b.appendToStream('t', [{ type: 'B1', data: { n: 3 } }]);
+    await a.appendToStream('s', [{ type: 'A3', data: { n: 4 }, metadata: { by: 'x' } }]);
+    const fromA = await a.readAll();
+    expect(fromA.map((e) => [e.position, e.type])).toEqual([[1, 'A1'], [2, 'A2'], [3, 'B1'], [4, 'A3']]);
+    expect(fromA[0]!.data).toEqual({ n: 1, nested: { k: 'a' } });
+    // Pages from the tail honour `after` and `maxCount` exactly as the file does.
+    expect((await a.readAll({ after: 1, maxCount: 1 })).map((e) => e.type)).toEqual(['A2']);
+    expect((await a.readAll({ after: 3 })).map((e) => e.type)).toEqual(['A3']);
+    expect(await a.readAll({ after: 4 })).toEqual([]);
+    // What the tail hands out is what a reader of the file gets.
+    const c = new SqliteEventStore(file);
+    expect(await a.readAll({ after: 3 })).toEqual(await c.readAll({ after: 3 }));
+    // Shared by every reader of this process: frozen, so no reader can change another's event.
+    const shared = (await a.readAll({ after: 3 }))[0]!;
+    expect(() => {
+      (shared.data as { n: number }).n = 5;
+    }).toThrow(TypeError);
+    expect(() => {
+      shared.metadata.by = 'y';
+    }).toThrow(TypeError);
+    for (const s of [a, b, c]) await s.close();
+  });
+});
+
+describe('SqliteEventStore tail: nothing newer, unless another process appended', () => {
+  it("a reader at the tail's end sees another process's later appends, with no append of its own in between", async () => {
+    const file = path.join(dir, 'tail-foreign.db');
+    const a = new SqliteEventStore(file);
+    const b = new SqliteEventStore(file);
+    await a.appendToStream('s', [{ type: 'A1', data: {} }]);
+    expect(await a.readAll({ after: 1 })).toEqual([]);
+    // Only another connection's commit can add events after this process's newest: b's must show.
+    await b.appendToStream('t', [{ type: 'B1', data: {} }]);
+    await b.appendToStream('t', [{ type: 'B2', data: {} }]);
+    expect((await a.readAll({ after: 1 })).map((e) => e.type)).toEqual(['B1', 'B2']);
+    expect((await a.readAll({ after: 1, maxCount: 1 })).map((e) => e.type)).toEqual(['B1']);
+    expect(await a.readAll({ after: 3 })).toEqual([]);
+    // Still there for a reader that is behind, however often the end was read meanwhile.
+    expect((await a.readAll({ after: 1 })).map((e) => e.type)).toEqual(['B1', 'B2']);
+    // This process appends again: the gap starts a new tail, and nothing is skipped.
+    await a.appendToStream('s', [{ type: 'A2', data: {} }]);
+    expect((await a.readAll({ after: 1 })).map((e) => e.type)).toEqual(['B1', 'B2', 'A2']);
+    expect(await a.readAll({ after: 4 })).toEqual([]);
+    for (const s of [a, b]) await s.close();
   });
 });

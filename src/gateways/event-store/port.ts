@@ -73,9 +73,19 @@ export interface Subscription extends AsyncIterable<RecordedEvent> {
   close(): void;
 }
 
+export interface AppendOptions {
+  expectedRevision?: ExpectedRevision;
+  /**
+   * Called once the append is committed, before it is durable (only adapters that commit before
+   * they sync call it). Lets the next command on the stream in this process decide on top of it:
+   * its own append is answered only after a sync that covers this one too.
+   */
+  onCommitted?: (result: AppendResult) => void;
+}
+
 export interface EventStore {
   /** Appends atomically to one stream, checking the expected revision first. */
-  appendToStream(streamId: string, events: NewEvent[], options?: { expectedRevision?: ExpectedRevision }): Promise<AppendResult>;
+  appendToStream(streamId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendResult>;
   /**
    * Appends to several streams as one transaction: every expected revision is checked and
    * either all events are stored or none. Returns one result per stream, in order.

@@ -3,8 +3,8 @@
  * commit, before any caller is answered).
  *
  * Group commit: appends that arrive in the same turn of the event loop are stored in one transaction,
- * each inside its own savepoint and checked against its own expected revision, so a conflict fails
- * only its own append. The WAL is then synced off the event loop (WalSync): transactions committed
+ * each checked against its own expected revision, so a conflict fails only its own append (see
+ * sqlite-group.ts). The WAL is then synced off the event loop (WalSync): transactions committed
  * while a sync runs share the next one. Every caller is answered after the sync covering its commit,
  * so an acknowledged append survives kill -9 and power loss exactly as with synchronous=FULL; until
  * then this process neither announces nor reads back those events.
@@ -12,8 +12,8 @@
 import type Database from 'better-sqlite3';
 import { WalSync, openSqlite } from '../sqlite.js';
 import { EventEmitter } from 'node:events';
-import { v4 as uuidv4 } from 'uuid';
 import {
+  type AppendOptions,
   type AppendResult,
   type EventStore,
   type ExpectedRevision,
@@ -23,10 +23,10 @@ import {
   type RecordedEvent,
   type StreamAppend,
   type Subscription,
-  WrongExpectedRevisionError,
-  matchesExpected,
 } from './port.js';
 import { pollingSubscription } from './subscription.js';
+import { GroupWriter, NO_METADATA, type Outcome } from './sqlite-group.js';
+import { RecentEvents } from './sqlite-tail.js';
 
 interface Row {
   position: number;
@@ -38,8 +38,6 @@ interface Row {
   metadata: string;
   time: number;
 }
-
-const NO_METADATA: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
 const toRecorded = (r: Row): RecordedEvent => ({
   position: r.position,
@@ -54,6 +52,7 @@ const toRecorded = (r: Row): RecordedEvent => ({
 
 interface Pending {
   appends: StreamAppend[];
+  onCommitted?: ((results: AppendResult[]) => void) | undefined;
   resolve: (r: AppendResult[]) => void;
   reject: (err: unknown) => void;
 }
@@ -68,8 +67,8 @@ export class SqliteEventStore implements EventStore {
   private flushScheduled = false;
   /** Positions of the events of groups committed and not yet synced, oldest group first. */
   private unsynced: { lo: number; hi: number }[] = [];
-  /** Positions inserted by the group being committed (a rolled-back savepoint takes its own back). */
-  private inserted: number[] = [];
+  /** The newest synced events: what the subscriptions of this process read (see sqlite-tail.ts). */
+  private readonly recent: RecentEvents;
   private syncing: Promise<void> = Promise.resolve();
   private readonly counts = { commits: 0, appends: 0 };
   private readonly emitter = new EventEmitter();
@@ -97,13 +96,6 @@ export class SqliteEventStore implements EventStore {
     `);
     this.emitter.setMaxListeners(0);
     this.stmts = {
-      streamHead: this.db.prepare<[string], { revision: number; position: number }>(
-        'SELECT revision, position FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1',
-      ),
-      insert: this.db.prepare(
-        'INSERT INTO events (id, stream_id, revision, type, data, metadata, time) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      ),
-      byId: this.db.prepare<[string], { stream_id: string }>('SELECT stream_id FROM events WHERE id = ?'),
       readStream: this.db.prepare<[string, number, number, number], Row>(
         'SELECT * FROM events WHERE stream_id = ? AND revision >= ? AND position < ? ORDER BY revision LIMIT ?',
       ),
@@ -114,11 +106,9 @@ export class SqliteEventStore implements EventStore {
       ).raw(),
     };
     this.head = this.stmts.head.get()?.p ?? 0;
-    this.appendTx = this.db.transaction((batch: StreamAppend[]) => this.appendBatch(batch));
-    // IMMEDIATE: the write lock is taken (waiting out busy_timeout) before the revisions are read.
-    // A deferred transaction that reads first fails at once with "database is locked" when
-    // another process (ROLES split on one DATA_DIR) committed in between.
-    this.groupTx = this.db.transaction((run: () => void) => run()).immediate;
+    const dataVersion = this.db.prepare<[], number>('PRAGMA data_version').pluck();
+    this.recent = new RecentEvents(() => dataVersion.get()!);
+    this.writer = new GroupWriter(this.db, clock);
   }
 
   /** Commits, the appends they carried and the WAL syncs (fsyncs) they took: what group commit saves. */
@@ -131,66 +121,22 @@ export class SqliteEventStore implements EventStore {
     return this.db.name;
   }
 
-  /** One command's appends; called inside the group's transaction, so this is a savepoint. */
-  private readonly appendTx: (appends: StreamAppend[]) => AppendResult[];
-  /** The group's transaction (wrappers made once: making one per call showed in profiles). */
-  private readonly groupTx: (run: () => void) => void;
+  private readonly writer: GroupWriter;
 
-  private appendBatch(batch: StreamAppend[]): AppendResult[] {
-    const results: AppendResult[] = [];
-    for (const { streamId, events, expectedRevision } of batch) {
-      const last = this.stmts.streamHead.get(streamId);
-      let revision = last?.revision ?? -1;
-      let position = last?.position ?? 0;
-      // Idempotent retry: events whose ids are already stored (in this stream) are skipped.
-      const fresh = events.filter((e) => {
-        if (!e.id) return true;
-        const found = this.stmts.byId.get(e.id);
-        if (found && found.stream_id !== streamId) {
-          throw new Error(`event id ${e.id} already used in stream ${found.stream_id}`);
-        }
-        return !found;
-      });
-      if (fresh.length === 0 && events.length > 0) {
-        results.push({ nextExpectedRevision: revision, position });
-        continue;
-      }
-      if (!matchesExpected(expectedRevision, revision)) {
-        throw new WrongExpectedRevisionError(streamId, expectedRevision, revision);
-      }
-      const time = this.clock();
-      for (const e of fresh) {
-        revision += 1;
-        const info = this.stmts.insert.run(
-          e.id ?? uuidv4(),
-          streamId,
-          revision,
-          e.type,
-          JSON.stringify(e.data ?? null),
-          JSON.stringify(e.metadata ?? {}),
-          time,
-        );
-        position = Number(info.lastInsertRowid);
-        this.inserted.push(position);
-      }
-      results.push({ nextExpectedRevision: revision, position });
-    }
-    return results;
-  }
-
-  async appendToStream(
-    streamId: string,
-    events: NewEvent[],
-    options: { expectedRevision?: ExpectedRevision } = {},
-  ): Promise<AppendResult> {
-    const [result] = await this.appendToStreams([{ streamId, events, expectedRevision: options.expectedRevision ?? 'any' }]);
+  async appendToStream(streamId: string, events: NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
+    const onCommitted = options.onCommitted;
+    const [result] = await this.append([{ streamId, events, expectedRevision: options.expectedRevision ?? 'any' }], onCommitted && ((r) => onCommitted(r[0]!)));
     return result!;
   }
 
   appendToStreams(appends: StreamAppend[]): Promise<AppendResult[]> {
+    return this.append(appends);
+  }
+
+  private append(appends: StreamAppend[], onCommitted?: (r: AppendResult[]) => void): Promise<AppendResult[]> {
     this.assertOpen();
     return new Promise((resolve, reject) => {
-      this.pending.push({ appends, resolve, reject });
+      this.pending.push({ appends, resolve, reject, onCommitted });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         // After the I/O callbacks of this turn: every append they made joins the group.
@@ -211,35 +157,35 @@ export class SqliteEventStore implements EventStore {
       for (const p of group) p.reject(new Error('event store is closed'));
       return;
     }
-    const outcomes: ({ ok: AppendResult[] } | { err: unknown })[] = [];
-    this.inserted = [];
+    let outcomes: Outcome[];
     try {
-      this.groupTx(() => {
-        for (const p of group) {
-          const before = this.inserted.length;
-          try {
-            outcomes.push({ ok: this.appendTx(p.appends) });
-          } catch (err) {
-            this.inserted.length = before;
-            outcomes.push({ err }); // its savepoint is rolled back; the others stand
-          }
-        }
-      });
+      outcomes = this.writer.commit(group.map((p) => p.appends));
     } catch (err) {
       // The commit itself failed: nothing of the group is stored.
       for (const p of group) p.reject(err);
       return;
     }
+    group.forEach((p, i) => {
+      const o = outcomes[i]!;
+      if (!p.onCommitted || !('ok' in o)) return;
+      try {
+        p.onCommitted(o.ok);
+      } catch {
+        /* a caller's hook must not fail the group */
+      }
+    });
     this.counts.commits++;
     this.counts.appends += group.length;
-    const grew = this.inserted.length > 0;
+    const stored = this.writer.inserted;
+    const grew = stored.length > 0;
     // One transaction: no one else inserted between its first and last position.
-    const newHead = grew ? Math.max(...this.inserted) : 0;
-    if (grew) this.unsynced.push({ lo: Math.min(...this.inserted), hi: newHead });
+    const newHead = grew ? stored[stored.length - 1]!.position : 0;
+    if (grew) this.unsynced.push({ lo: stored[0]!.position, hi: newHead });
     const answer = () => {
       if (grew) {
         this.unsynced.shift();
         this.head = Math.max(this.head, newHead);
+        this.recent.keep(stored);
       }
       group.forEach((p, i) => {
         const o = outcomes[i]!;
@@ -270,8 +216,15 @@ export class SqliteEventStore implements EventStore {
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
     this.assertOpen();
+    const after = options.after ?? 0;
+    const maxCount = options.maxCount ?? -1;
+    // The tail holds only synced events; past it (another process's appends) the file answers.
+    const recent = this.recent.read(after, maxCount);
+    if (recent) return recent;
     // Not what this process committed and has not yet synced: no one may act on it before its writer is answered.
-    return this.stmts.readAll.all(options.after ?? 0, this.syncedBelow(), options.maxCount ?? -1).map(toRecorded);
+    const rows = this.stmts.readAll.all(after, this.syncedBelow(), maxCount);
+    if (rows.length === 0 && this.unsynced.length === 0) this.recent.sawNothingAfter(after);
+    return rows.map(toRecorded);
   }
 
   /**

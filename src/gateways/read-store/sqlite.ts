@@ -9,6 +9,7 @@ export class SqliteReadStore implements ReadStore {
   private readonly db: Database.Database;
   private readonly stmts;
   private readonly findCache = new Map<string, Database.Statement>();
+  private readonly commitTx: (writes: DocWrite[], checkpoints: Record<string, number>) => void;
 
   constructor(file: string, private readonly clock: () => number = Date.now) {
     // NORMAL is enough: documents and checkpoint commit together, and the log can replay them.
@@ -37,8 +38,9 @@ export class SqliteReadStore implements ReadStore {
       checkpoint: this.db.prepare<[string], { position: number }>('SELECT position FROM checkpoints WHERE name = ?'),
       // json_each: one statement for any number of names.
       checkpointsOf: this.db.prepare<[string], { position: number }>('SELECT position FROM checkpoints WHERE name IN (SELECT value FROM json_each(?))'),
-      setCheckpoint: this.db.prepare(
-        'INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = MAX(position, excluded.position)',
+      // Every checkpoint of a commit in one statement (the projector moves all of them each batch).
+      setCheckpoints: this.db.prepare(
+        'INSERT INTO checkpoints (name, position) SELECT key, value FROM json_each(?) WHERE true ON CONFLICT (name) DO UPDATE SET position = MAX(position, excluded.position)',
       ),
       scan: this.db.prepare<[string, number], { id: string; data: string }>(
         'SELECT id, data FROM docs WHERE collection = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY id',
@@ -46,6 +48,15 @@ export class SqliteReadStore implements ReadStore {
       purge: this.db.prepare('DELETE FROM docs WHERE expires_at IS NOT NULL AND expires_at <= ?'),
     };
     this.stmts.purge.run(this.clock());
+    // Made once: a transaction wrapper per commit showed in profiles.
+    this.commitTx = this.db.transaction((writes: DocWrite[], checkpoints: Record<string, number>) => {
+      for (const w of writes) {
+        if (w.doc === null) this.stmts.del.run(w.collection, w.id);
+        else this.stmts.upsert.run(w.collection, w.id, JSON.stringify(w.doc), null);
+      }
+      const json = JSON.stringify(checkpoints);
+      if (json !== '{}') this.stmts.setCheckpoints.run(json);
+    });
   }
 
   async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
@@ -92,19 +103,6 @@ export class SqliteReadStore implements ReadStore {
     const args: unknown[] = [collection, this.clock(), ...fields.map((f) => toSql(where[f]!))];
     if (options.limit !== undefined) args.push(options.limit);
     return (stmt.all(...args) as { data: string }[]).map((r) => JSON.parse(r.data) as T);
-  }
-
-  private commitTx = this.dbTx();
-  private dbTx() {
-    return (writes: DocWrite[], checkpoints: Record<string, number>) => {
-      this.db.transaction(() => {
-        for (const w of writes) {
-          if (w.doc === null) this.stmts.del.run(w.collection, w.id);
-          else this.stmts.upsert.run(w.collection, w.id, JSON.stringify(w.doc), null);
-        }
-        for (const [name, position] of Object.entries(checkpoints)) this.stmts.setCheckpoint.run(name, position);
-      })();
-    };
   }
 
   async commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void> {

@@ -1,4 +1,7 @@
 /** handleCommand: read, fold, decide, append with the expected revision; retry on a conflict. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { handleCommand, handleStreams, type Decider, type DomainEvent } from '../../../src/commands/decider.js';
 import { SqliteEventStore } from '../../../src/gateways/event-store/sqlite.js';
@@ -164,6 +167,50 @@ describe('handleCommand', () => {
     expect(r.state).toEqual({ total: 20 });
     expect(reads).toEqual([0, 4]);
     expect((await thenStream('counter-1')).at(-1)).toEqual({ by: 2, total: 20 });
+  });
+});
+
+describe('handleCommand: commands of one process on one stream take turns', () => {
+  let dir: string;
+  let store: SqliteEventStore;
+  beforeEach(() => {
+    // A file: commits are synced after they are committed, so a turn can hand its state on before it is durable.
+    dir = mkdtempSync(path.join(tmpdir(), 'ct-lanes-'));
+    store = new SqliteEventStore(path.join(dir, 'events.db'));
+  });
+  afterEach(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('fifty at once on one stream: none conflicts, each decides once on the state its predecessor committed', async () => {
+    const d = counter();
+    const results = await Promise.all(Array.from({ length: 50 }, () => handleCommand(store, 'busy', d, { type: 'Add', by: 1 })));
+    expect(d.decisions).toBe(50);
+    expect(results.map((r) => r.state.total).sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+    expect((await store.readStream('busy')).map((e) => (e.data as { total: number }).total)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+  });
+
+  it('an answer without events waits until the state it saw is durable', async () => {
+    const d = counter();
+    const order: string[] = [];
+    const a = handleCommand(store, 'busy', d, { type: 'Add', by: 2 }).then((r) => (order.push('append answered'), r));
+    const b = handleCommand(store, 'busy', d, { type: 'Add', by: 0 }).then((r) => (order.push('no-op answered'), r));
+    const [, noop] = await Promise.all([a, b]);
+    expect(order).toEqual(['append answered', 'no-op answered']);
+    expect(noop).toMatchObject({ events: [], state: { total: 2 }, revision: 0 });
+  });
+
+  it('another writer in between still makes a turn decide again, on what that writer stored', async () => {
+    const d = counter();
+    await handleCommand(store, 'busy', d, { type: 'Add', by: 1 });
+    // Another process appends behind this process's back; the two commands queued behind each other then retry.
+    const other = new SqliteEventStore(path.join(dir, 'events.db'));
+    await other.appendToStream('busy', [{ type: 'Added', data: { by: 10, total: 11 } }]);
+    await other.close();
+    const [x, y] = await Promise.all([handleCommand(store, 'busy', d, { type: 'Add', by: 1 }), handleCommand(store, 'busy', d, { type: 'Add', by: 1 })]);
+    expect([x.state.total, y.state.total]).toEqual([12, 13]);
+    expect((await store.readStream('busy')).map((e) => (e.data as { total: number }).total)).toEqual([1, 11, 12, 13]);
   });
 });
 

@@ -90,6 +90,23 @@ describe('ProjectionRunner', () => {
     await runner.stop();
   });
 
+  it("a group commit's events reach the read models in one commit, and each writer then reads its own write", async () => {
+    const spy = new SpyReadStore(reads);
+    const runner = new ProjectionRunner(events, spy, [counting, onlyA]);
+    await runner.start();
+    const before = spy.commits;
+    // Forty commands at once: one group commit, one sync, then one read-model commit for all of them.
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => events.appendToStream(`g-${i}`, [{ type: i % 2 ? 'A' : 'B', data: {} }])));
+    for (const r of results) {
+      await runner.waitFor(r.position);
+      expect(await applied(spy)).toContain(r.position);
+    }
+    expect(spy.commits - before).toBe(1);
+    expect(await applied(spy)).toEqual(range(1, 40));
+    expect(await spy.checkpoint('only-a')).toBe(40);
+    await runner.stop();
+  });
+
   it('a restart on the same files resumes from the checkpoint without applying anything twice', async () => {
     await append(6);
     const first = new ProjectionRunner(events, reads, [counting]);

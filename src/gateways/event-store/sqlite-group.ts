@@ -1,0 +1,180 @@
+/**
+ * The SQLite event log's group commit: the appends of many commands stored in one transaction, each
+ * checked against its own expected revision, and a command whose append is refused (a conflict, an id
+ * used in another stream) leaves the others standing.
+ *
+ * Fast path without a savepoint per command: every check of a command runs before its first insert,
+ * so a refused command has written nothing and needs no rollback. Only a failure after an insert (a
+ * command that repeats an event id, or names one stream twice) needs one: then the whole transaction
+ * is rolled back and the group done again with a savepoint per command, as it was before.
+ */
+import type Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
+import {
+  type AppendResult,
+  type NewEvent,
+  type RecordedEvent,
+  type StreamAppend,
+  WrongExpectedRevisionError,
+  matchesExpected,
+} from './port.js';
+
+export type Outcome = { ok: AppendResult[] } | { err: unknown };
+
+/** Metadata of the events that carry none: frozen, shared. */
+export const NO_METADATA: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
+
+/** Frozen: the events kept for readers are shared by every reader in the process. */
+export function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+/**
+ * A time-ordered id (UUID version 7 layout) for an event that brings none: the unique index on ids
+ * then grows at its end, so a group's commit dirties one page of it instead of one per event.
+ */
+export function timeOrderedId(now: number): string {
+  const ts = now.toString(16).padStart(12, '0');
+  return `${ts.slice(0, 8)}-${ts.slice(8, 12)}-7${randomUUID().slice(15)}`;
+}
+
+/** One stream's append, checked and ready to insert. */
+interface Planned {
+  streamId: string;
+  /** Events to insert (idempotent retries removed). */
+  fresh: NewEvent[];
+  revision: number;
+  position: number;
+}
+
+/** Thrown inside the fast path once a command has inserted and then failed: redo with savepoints. */
+const NEEDS_SAVEPOINTS = Symbol('needs savepoints');
+
+export class GroupWriter {
+  /** Events inserted by the group being committed, in position order. */
+  inserted: RecordedEvent[] = [];
+  private readonly stmts;
+  private readonly groupTx: (run: () => void) => void;
+  private readonly savepoint: (appends: StreamAppend[]) => AppendResult[];
+
+  constructor(
+    db: Database.Database,
+    private readonly clock: () => number,
+  ) {
+    this.stmts = {
+      streamHead: db.prepare<[string], { revision: number; position: number }>(
+        'SELECT revision, position FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1',
+      ),
+      insert: db.prepare('INSERT INTO events (id, stream_id, revision, type, data, metadata, time) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      byId: db.prepare<[string], { stream_id: string }>('SELECT stream_id FROM events WHERE id = ?'),
+    };
+    // IMMEDIATE: the write lock is taken (waiting out busy_timeout) before the revisions are read.
+    // A deferred transaction that reads first fails at once with "database is locked" when
+    // another process (ROLES split on one DATA_DIR) committed in between.
+    this.groupTx = db.transaction((run: () => void) => run()).immediate;
+    // Inside the group's transaction this is a savepoint (wrappers made once: one per call showed in profiles).
+    this.savepoint = db.transaction((appends: StreamAppend[]) => {
+      const results: AppendResult[] = [];
+      // One stream at a time: a command naming a stream twice sees its own first insert.
+      for (const a of appends) results.push(this.insert(this.plan(a)));
+      return results;
+    });
+  }
+
+  /** Stores the group in one transaction: one outcome per command; throws when the commit itself failed. */
+  commit(group: StreamAppend[][]): Outcome[] {
+    try {
+      return this.run(group, false);
+    } catch (err) {
+      if (err !== NEEDS_SAVEPOINTS) throw err;
+      return this.run(group, true);
+    }
+  }
+
+  private run(group: StreamAppend[][], savepoints: boolean): Outcome[] {
+    const outcomes: Outcome[] = [];
+    this.inserted = [];
+    this.groupTx(() => {
+      for (const appends of group) {
+        const before = this.inserted.length;
+        try {
+          outcomes.push({ ok: savepoints ? this.savepoint(appends) : this.checkThenInsert(appends) });
+        } catch (err) {
+          if (err === NEEDS_SAVEPOINTS) throw err;
+          this.inserted.length = before;
+          outcomes.push({ err }); // nothing of it stored (or its savepoint rolled back); the others stand
+        }
+      }
+    });
+    return outcomes;
+  }
+
+  /** Every check first (a refusal throws before anything is written), then every insert. */
+  private checkThenInsert(appends: StreamAppend[]): AppendResult[] {
+    if (appends.length === 1) {
+      const planned = this.plan(appends[0]!);
+      return [this.insertOrRedo(planned)];
+    }
+    const streams = new Set<string>();
+    for (const a of appends) streams.add(a.streamId);
+    if (streams.size < appends.length) throw NEEDS_SAVEPOINTS;
+    const planned = appends.map((a) => this.plan(a));
+    return planned.map((p) => this.insertOrRedo(p));
+  }
+
+  private insertOrRedo(p: Planned): AppendResult {
+    try {
+      return this.insert(p);
+    } catch {
+      throw NEEDS_SAVEPOINTS;
+    }
+  }
+
+  /** Reads the stream's head and checks the append against it; writes nothing. */
+  private plan({ streamId, events, expectedRevision }: StreamAppend): Planned {
+    const last = this.stmts.streamHead.get(streamId);
+    const revision = last?.revision ?? -1;
+    const position = last?.position ?? 0;
+    // Idempotent retry: events whose ids are already stored (in this stream) are skipped.
+    let fresh = events;
+    if (events.some((e) => e.id)) {
+      fresh = events.filter((e) => {
+        if (!e.id) return true;
+        const found = this.stmts.byId.get(e.id);
+        if (found && found.stream_id !== streamId) throw new Error(`event id ${e.id} already used in stream ${found.stream_id}`);
+        return !found;
+      });
+      if (fresh.length === 0 && events.length > 0) return { streamId, fresh, revision, position };
+    }
+    if (!matchesExpected(expectedRevision, revision)) throw new WrongExpectedRevisionError(streamId, expectedRevision, revision);
+    return { streamId, fresh, revision, position };
+  }
+
+  private insert({ streamId, fresh, revision, position }: Planned): AppendResult {
+    if (fresh.length === 0) return { nextExpectedRevision: revision, position };
+    const time = this.clock();
+    for (const e of fresh) {
+      revision += 1;
+      const id = e.id ?? timeOrderedId(time);
+      const data = JSON.stringify(e.data ?? null);
+      const metadata = e.metadata ? JSON.stringify(e.metadata) : '{}';
+      position = Number(this.stmts.insert.run(id, streamId, revision, e.type, data, metadata, time).lastInsertRowid);
+      // Decoded from what was stored, so no caller's object is shared with the readers.
+      this.inserted.push({
+        position,
+        id,
+        streamId,
+        revision,
+        type: e.type,
+        data: deepFreeze(JSON.parse(data)),
+        metadata: metadata === '{}' ? NO_METADATA : deepFreeze(JSON.parse(metadata)),
+        time,
+      });
+    }
+    return { nextExpectedRevision: revision, position };
+  }
+}
