@@ -9,7 +9,6 @@ import type { RecordedEvent } from '../gateways/event-store/port.js';
 import { LEG_EVENT_TYPES, type CallEndedData } from '../domain/call-events.js';
 import type { ServiceProvisionedData } from '../domain/events.js';
 import { eventTypes, type Recorded } from '../domain/platform-events.js';
-import { splitSpan, startOf } from '../domain/zone.js';
 import {
   emptyWrite,
   type AgentDayDelta,
@@ -19,6 +18,7 @@ import {
   type ServiceHourDelta,
 } from './store.js';
 import type { EventStore } from '../gateways/event-store/port.js';
+import { RecentIntervals } from './intervals.js';
 import { applyTimeline, serialiseState, timelineServices, type TimelineState } from './timeline.js';
 
 /**
@@ -91,6 +91,7 @@ export class AnalyticsModel {
   private readonly storedOpen = new Set<string>();
   private pending: AnalyticsWrite;
   private pendingEvents = 0;
+  private readonly intervals = new RecentIntervals();
 
   constructor(private readonly store: AnalyticsStore) {
     this.pending = emptyWrite(store.checkpoint());
@@ -186,13 +187,13 @@ export class AnalyticsModel {
     const closeBreak = () => {
       if (o.breakCode !== null && o.breakSince !== null) {
         const code = o.breakCode;
-        splitSpan(o.breakSince, t, 'day', tz, (day, ms) => (this.agentDay(d.svcId, d.agentId, day).breakMs[code]! += ms));
+        this.intervals.splitSpan(o.breakSince, t, 'day', tz, (day, ms) => (this.agentDay(d.svcId, d.agentId, day).breakMs[code]! += ms));
       }
       o.breakCode = null;
       o.breakSince = null;
     };
     const closeLogin = () => {
-      if (o.loginSince !== null) splitSpan(o.loginSince, t, 'day', tz, (day, ms) => (this.agentDay(d.svcId, d.agentId, day).loginMs += ms));
+      if (o.loginSince !== null) this.intervals.splitSpan(o.loginSince, t, 'day', tz, (day, ms) => (this.agentDay(d.svcId, d.agentId, day).loginMs += ms));
       o.loginSince = null;
     };
     switch (e.type) {
@@ -251,11 +252,11 @@ export class AnalyticsModel {
         if (c.queuedAt !== null && c.firstUpAt === null) c.abandoned = true;
         break;
       case 'AgentRing':
-        if (leg.agentId !== null) this.agentDay(c.svcId, leg.agentId, startOf(leg.time, 'day', c.timezone)).offered += 1;
+        if (leg.agentId !== null) this.agentDay(c.svcId, leg.agentId, this.intervals.startOf(leg.time, 'day', c.timezone)).offered += 1;
         break;
       case 'AgentUp':
         if (leg.agentId === null) break;
-        this.agentDay(c.svcId, leg.agentId, startOf(leg.time, 'day', c.timezone)).answered += 1;
+        this.agentDay(c.svcId, leg.agentId, this.intervals.startOf(leg.time, 'day', c.timezone)).answered += 1;
         c.up[leg.legId] = [leg.agentId, leg.time];
         if (c.firstUpAt === null) {
           c.firstUpAt = leg.time;
@@ -266,7 +267,7 @@ export class AnalyticsModel {
         const up = c.up[leg.legId];
         if (up) {
           // Talk time counts on the day the agent answered.
-          this.agentDay(c.svcId, up[0], startOf(up[1], 'day', c.timezone)).talkMs += Math.max(0, leg.time - up[1]);
+          this.agentDay(c.svcId, up[0], this.intervals.startOf(up[1], 'day', c.timezone)).talkMs += Math.max(0, leg.time - up[1]);
           delete c.up[leg.legId];
         }
         break;
@@ -300,7 +301,7 @@ export class AnalyticsModel {
       'ivr-data': c.ivr,
     };
     this.pending.calls.push({ svcId: c.svcId, startTime: d.startTime, xnid, row: JSON.stringify(row) });
-    const h = this.serviceHour(c.svcId, startOf(d.startTime, 'hour', c.timezone));
+    const h = this.serviceHour(c.svcId, this.intervals.startOf(d.startTime, 'hour', c.timezone));
     if (c.direction === 'Inbound') h.inbound += 1;
     else h.outbound += 1;
     if (d.disposition === 'answered') h.answered += 1;

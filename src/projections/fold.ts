@@ -52,11 +52,20 @@ export class DocumentFold {
       for (let i = 0; i < ids.length; i++) {
         const id = ids[i]!;
         let doc = docs.get(id);
-        if (doc === undefined) {
-          doc = this.spilled ? this.staged.getNow(collection, id) : null;
-          this.held++;
+        const held = doc !== undefined;
+        if (!held) doc = this.spilled ? this.staged.getNow(collection, id) : null;
+        const next = p.evolve(doc ?? null, e, id);
+        // Nothing is stored before a spill: a deleted document is simply forgotten (calls in the IVR,
+        // in a queue, in progress are many and short-lived). After one, null marks a delete to write.
+        if (next === null && !this.spilled) {
+          if (held) {
+            docs.delete(id);
+            this.held--;
+          }
+        } else {
+          if (!held) this.held++;
+          docs.set(id, next);
         }
-        docs.set(id, p.evolve(doc, e, id));
       }
     }
   }

@@ -1,8 +1,10 @@
 /**
- * Replay's second thread: folds the analytics models and a share of the projections from the
- * embedded log into staged files of its own, beside the main thread's fold. Each thread reads the
- * log itself, so the two share nothing but the file; the main thread copies this one's documents
- * into its staged store when both are done.
+ * Replay's threads: each folds a share of the read models from the embedded log into staged files
+ * of its own. One folds most projections straight into the staged read store; the other folds the
+ * analytics models and the rest of the projections into a staged analytics store and a read store
+ * of its own, which the main thread copies in once both are done. Each thread reads the log itself,
+ * so they share nothing but the file. The main thread only waits: a worker's heap can be given a
+ * young generation large enough for the fold's garbage, the main thread's cannot.
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { SqliteEventStore } from '../gateways/event-store/sqlite.js';
@@ -16,17 +18,25 @@ export interface ReplayTask {
   task: 'replay-worker';
   /** The event log (only read here). */
   eventsFile: string;
-  /** Staged files this thread creates: the analytics store, and a read store for its documents. */
-  analyticsFile: string;
+  /** The staged read store this thread writes its documents into (created). */
   docsFile: string;
   /** Names of the projections folded here. */
   projections: string[];
+  /** Projections whose checkpoints this thread sets at the head in `docsFile`. */
+  checkpoints: string[];
+  /** The staged analytics store, when this thread folds the analytics models. */
+  analyticsFile: string | null;
   /** Fold events at positions 1..total. */
   total: number;
   maxDocs: number;
-  /** Events between two looks at the documents held. */
+  /** Events between two looks at the documents held (and two progress messages). */
   pageSize: number;
+  /** Test hook: the thread dies after folding this many events, by an exception or by exiting. */
+  dieAfter?: { events: number; how: 'throw' | 'exit' };
 }
+
+/** What a replay worker posts: the events folded so far, and its count once its staged files are complete. */
+export type ReplayMessage = { progress: number } | { done: number };
 
 /** Events applied between two writes of the analytics fold. */
 export const FLUSH_EVERY = 50_000;
@@ -41,34 +51,42 @@ export function finishAnalytics(model: AnalyticsModel, store: AnalyticsStore, to
 }
 
 /** The worker's fold; returns the events read. */
-export async function foldShare(task: ReplayTask): Promise<number> {
+export async function foldShare(task: ReplayTask, progress: (events: number) => void = () => {}): Promise<number> {
   const events = new SqliteEventStore(task.eventsFile);
-  const analytics = new AnalyticsStore(task.analyticsFile);
+  const analytics = task.analyticsFile === null ? null : new AnalyticsStore(task.analyticsFile);
   const docs = new SqliteReadStore(task.docsFile);
   try {
-    analytics.bulkLoadMode();
+    analytics?.bulkLoadMode();
     docs.bulkLoadMode();
-    const model = new AnalyticsModel(analytics);
+    const model = analytics && new AnalyticsModel(analytics);
     const fold = new DocumentFold(allProjections.filter((p) => task.projections.includes(p.name)), docs);
     let count = 0;
-    for (const e of events.scanRange(0, task.total)) {
+    // Without the analytics, only the events a projection here reads are decoded.
+    for (const e of events.scanRange(0, task.total, model ? undefined : fold.wants)) {
       fold.apply(e);
-      model.apply(e);
+      model?.apply(e);
       if (++count % task.pageSize === 0) {
         await fold.bound(task.maxDocs);
-        if (model.unwritten >= FLUSH_EVERY) model.flush();
+        if (model && model.unwritten >= FLUSH_EVERY) model.flush();
+        progress(count);
+      }
+      if (task.dieAfter && count >= task.dieAfter.events) {
+        if (task.dieAfter.how === 'exit') process.exit(3);
+        throw new Error(`replay worker: injected failure after ${count} events`);
       }
     }
-    await fold.finish({});
-    finishAnalytics(model, analytics, task.total);
+    await fold.finish(Object.fromEntries(task.checkpoints.map((name) => [name, task.total])));
+    if (model) finishAnalytics(model, analytics!, task.total);
+    docs.finishBulkLoad();
     return count;
   } finally {
-    analytics.close();
+    analytics?.close();
     await docs.close();
     await events.close();
   }
 }
 
 if (!isMainThread && (workerData as ReplayTask | undefined)?.task === 'replay-worker') {
-  parentPort!.postMessage({ done: await foldShare(workerData as ReplayTask) });
+  const post = (m: ReplayMessage) => parentPort!.postMessage(m);
+  post({ done: await foldShare(workerData as ReplayTask, (events) => post({ progress: events })) });
 }
