@@ -8,7 +8,7 @@
 import type { RecordedEvent } from '../gateways/event-store/port.js';
 import { LEG_EVENT_TYPES, type CallEndedData } from '../domain/call-events.js';
 import type { ServiceProvisionedData } from '../domain/events.js';
-import { eventTypes, type Recorded } from '../domain/platform-events.js';
+import { eventTypes, isEvent, type Recorded } from '../domain/platform-events.js';
 import {
   emptyWrite,
   type AgentDayDelta,
@@ -80,6 +80,15 @@ const LOGIN_EVENTS = eventTypes('AgentLoggedIn', 'AgentLoggedOut', 'AgentBreakSt
 /** The call events the figures count. */
 const CALL_EVENTS = eventTypes('CallStarted', ...LEG_EVENT_TYPES, 'CallEnded');
 
+/**
+ * What a model folds: everything (the projector), or one of two halves that replay folds in two
+ * threads into two files and joins: the timeline (boundaries and snapshots) or the figures (the rest).
+ */
+export type AnalyticsPart = 'all' | 'timeline' | 'figures';
+
+/** The events the figures read: the rest need not be decoded for them. */
+const FIGURE_EVENTS = new Set<string>([...LOGIN_EVENTS.list, ...CALL_EVENTS.list, 'ServiceProvisioned']);
+
 export class AnalyticsModel {
   private readonly calls = new Map<string, OpenCall>();
   private readonly agents = new Map<string, AgentOpen>();
@@ -92,10 +101,22 @@ export class AnalyticsModel {
   private pending: AnalyticsWrite;
   private pendingEvents = 0;
   private readonly intervals = new RecentIntervals();
+  /** Figures only: each service's timezone (without the timeline, which holds the services). */
+  private readonly zones = new Map<number, string>();
+  private readonly timeline: boolean;
+  private readonly figures: boolean;
 
-  constructor(private readonly store: AnalyticsStore) {
+  constructor(
+    private readonly store: AnalyticsStore,
+    part: AnalyticsPart = 'all',
+  ) {
     this.pending = emptyWrite(store.checkpoint());
+    this.timeline = part !== 'figures';
+    this.figures = part !== 'timeline';
   }
+
+  /** Whether this model reads the data of an event of `type`. */
+  readonly wants = (type: string): boolean => this.timeline || FIGURE_EVENTS.has(type);
 
   get position(): number {
     return this.pending.position;
@@ -141,6 +162,7 @@ export class AnalyticsModel {
   }
 
   private timezoneOf(svcId: number): string {
+    if (!this.timeline) return this.zones.get(svcId) ?? 'UTC';
     const svc = this.timelines.get(svcId)?.get(`services\u0000${svcId}`) as ServiceProvisionedData | undefined;
     return svc?.timezone ?? 'UTC';
   }
@@ -163,10 +185,15 @@ export class AnalyticsModel {
     if (e.position <= this.pending.position) return;
     this.pending.position = e.position;
     this.pendingEvents++;
-    for (const svcId of timelineServices(e)) this.timelineOf(svcId, e);
+    if (this.timeline) {
+      for (const svcId of timelineServices(e)) this.timelineOf(svcId, e);
+      if (++this.sinceBoundary >= SNAPSHOT_EVERY) this.boundary(e);
+    }
+    if (!this.figures) return;
     if (LOGIN_EVENTS.has(e)) this.applyLogin(e);
     else if (e.streamId.startsWith('call-') && CALL_EVENTS.has(e)) this.applyCall(e);
-    if (++this.sinceBoundary >= SNAPSHOT_EVERY) this.boundary(e);
+    // The timeline's services document, for the timezone (its last provisioning's).
+    else if (!this.timeline && isEvent(e, 'ServiceProvisioned')) this.zones.set(e.data.svcId, e.data.timezone);
   }
 
   private boundary(e: RecordedEvent) {

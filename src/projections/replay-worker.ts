@@ -1,15 +1,17 @@
 /**
  * Replay's threads: each folds a share of the read models from the embedded log into staged files
- * of its own. One folds most projections straight into the staged read store; the other folds the
- * analytics models and the rest of the projections into a staged analytics store and a read store
- * of its own, which the main thread copies in once both are done. Each thread reads the log itself,
- * so they share nothing but the file. The main thread only waits: a worker's heap can be given a
- * young generation large enough for the fold's garbage, the main thread's cannot.
+ * of its own. One folds the documents straight into the staged read store, and the analytics
+ * timeline (dashboard snapshots) into a staged store of its own; the other folds the analytics
+ * figures (export rows, agent days, service hours) into the staged analytics store, which the main
+ * thread completes with the timeline once both are done. Each thread reads the log itself and
+ * decodes only the events it reads, so they share nothing but the file. The main thread only
+ * waits: a worker's heap can be given a young generation large enough for the fold's garbage, the
+ * main thread's cannot.
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { SqliteEventStore } from '../gateways/event-store/sqlite.js';
 import { SqliteReadStore } from '../gateways/read-store/sqlite.js';
-import { AnalyticsModel } from '../analytics/model.js';
+import { AnalyticsModel, type AnalyticsPart } from '../analytics/model.js';
 import { AnalyticsStore } from '../analytics/store.js';
 import { projections as allProjections } from './index.js';
 import { DocumentFold } from './fold.js';
@@ -18,14 +20,14 @@ export interface ReplayTask {
   task: 'replay-worker';
   /** The event log (only read here). */
   eventsFile: string;
-  /** The staged read store this thread writes its documents into (created). */
-  docsFile: string;
+  /** The staged read store this thread writes its documents into (created), if it folds any. */
+  docsFile: string | null;
   /** Names of the projections folded here. */
   projections: string[];
   /** Projections whose checkpoints this thread sets at the head in `docsFile`. */
   checkpoints: string[];
-  /** The staged analytics store, when this thread folds the analytics models. */
-  analyticsFile: string | null;
+  /** The staged analytics store and what of the analytics models this thread folds into it, if any. */
+  analytics: { file: string; part: AnalyticsPart } | null;
   /** Fold events at positions 1..total. */
   total: number;
   maxDocs: number;
@@ -53,20 +55,21 @@ export function finishAnalytics(model: AnalyticsModel, store: AnalyticsStore, to
 /** The worker's fold; returns the events read. */
 export async function foldShare(task: ReplayTask, progress: (events: number) => void = () => {}): Promise<number> {
   const events = new SqliteEventStore(task.eventsFile);
-  const analytics = task.analyticsFile === null ? null : new AnalyticsStore(task.analyticsFile);
-  const docs = new SqliteReadStore(task.docsFile);
+  const analytics = task.analytics && new AnalyticsStore(task.analytics.file);
+  const docs = task.docsFile === null ? null : new SqliteReadStore(task.docsFile);
   try {
     analytics?.bulkLoadMode();
-    docs.bulkLoadMode();
-    const model = analytics && new AnalyticsModel(analytics);
-    const fold = new DocumentFold(allProjections.filter((p) => task.projections.includes(p.name)), docs);
+    docs?.bulkLoadMode();
+    const model = analytics && new AnalyticsModel(analytics, task.analytics!.part);
+    const fold = docs && new DocumentFold(allProjections.filter((p) => task.projections.includes(p.name)), docs);
     let count = 0;
-    // Without the analytics, only the events a projection here reads are decoded.
-    for (const e of events.scanRange(0, task.total, model ? undefined : fold.wants)) {
-      fold.apply(e);
+    // Only the events something here reads are decoded.
+    const decode = (type: string) => (fold?.wants(type) ?? false) || (model?.wants(type) ?? false);
+    for (const e of events.scanRange(0, task.total, decode)) {
+      fold?.apply(e);
       model?.apply(e);
       if (++count % task.pageSize === 0) {
-        await fold.bound(task.maxDocs);
+        await fold?.bound(task.maxDocs);
         if (model && model.unwritten >= FLUSH_EVERY) model.flush();
         progress(count);
       }
@@ -75,13 +78,13 @@ export async function foldShare(task: ReplayTask, progress: (events: number) => 
         throw new Error(`replay worker: injected failure after ${count} events`);
       }
     }
-    await fold.finish(Object.fromEntries(task.checkpoints.map((name) => [name, task.total])));
+    await fold?.finish(Object.fromEntries(task.checkpoints.map((name) => [name, task.total])));
+    docs?.finishBulkLoad();
     if (model) finishAnalytics(model, analytics!, task.total);
-    docs.finishBulkLoad();
     return count;
   } finally {
     analytics?.close();
-    await docs.close();
+    await docs?.close();
     await events.close();
   }
 }

@@ -6,9 +6,9 @@
  * Speed comes from folding in memory: documents stay in maps (spilled to the staged store past a
  * bound, for logs bigger than memory) and are written once at the end, instead of a read and a write
  * per batch as the live runner does. On the embedded log the work is shared by two worker threads
- * (replay-worker.ts): one folds the analytics models and a share of the projections, the other the
- * rest; this thread waits for both, joins their files and swaps them in. A worker that fails or dies
- * fails the replay at once, before anything is swapped.
+ * (replay-worker.ts): one folds the documents and the analytics timeline, the other the analytics
+ * figures; this thread waits for both, joins their files and swaps them in. A worker that fails or
+ * dies fails the replay at once, before anything is swapped.
  */
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -45,7 +45,7 @@ export interface ReplayOptions {
   threads?: boolean;
   /** Test hook: called after the fresh models are complete, before they replace the old. */
   beforeSwap?(): void | Promise<void>;
-  /** Test hook: the analytics worker dies after folding this many events. */
+  /** Test hook: the figures' worker dies after folding this many events. */
   workerDiesAfter?: ReplayTask['dieAfter'];
 }
 
@@ -55,12 +55,6 @@ export interface ReplayResult {
   /** 2 when a worker thread took a share of the fold. */
   threads: 1 | 2;
 }
-
-/**
- * Projections the worker folds beside the analytics models, to balance the threads: on the bench's
- * log of calls the analytics fold weighs about as much as all the projections but this one.
- */
-export const WORKER_PROJECTIONS = ['call-outcomes'];
 
 interface ReplayWorker {
   /** The events it folded, once its staged files are complete; rejects when it fails or dies. */
@@ -114,8 +108,8 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
   const analyticsFile = path.join(config.dataDir, 'analytics.db');
   const stagedRead = `${readFile}.replay`;
   const stagedAnalytics = `${analyticsFile}.replay`;
-  const stagedDocs = `${readFile}.replay-2`;
-  for (const f of [stagedRead, stagedAnalytics, stagedDocs]) removeDb(f);
+  const stagedTimeline = `${analyticsFile}.replay-timeline`;
+  for (const f of [stagedRead, stagedAnalytics, stagedTimeline]) removeDb(f);
   let staged: SqliteReadStore | null = null;
   let analyticsStore: AnalyticsStore | null = null;
   const workers: ReplayWorker[] = [];
@@ -129,13 +123,12 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
       options.threads !== false && events instanceof SqliteEventStore && canRunWorkers() && names.every((n) => allProjections.some((p) => p.name === n));
     let count: number;
     if (threads) {
-      const shared = names.filter((n) => WORKER_PROJECTIONS.includes(n));
-      const task = { task: 'replay-worker', eventsFile: events.file, total, maxDocs, pageSize } as const;
+      const task = { task: 'replay-worker', eventsFile: events.file, total, maxDocs, pageSize, checkpoints: names } as const;
       const report = () => options.onProgress?.({ events: Math.min(...workers.map((w) => w.progress)), total });
       workers.push(
-        startWorker({ ...task, docsFile: stagedRead, projections: names.filter((n) => !shared.includes(n)), checkpoints: names, analyticsFile: null }, report),
+        startWorker({ ...task, docsFile: stagedRead, projections: names, analytics: { file: stagedTimeline, part: 'timeline' } }, report),
         startWorker(
-          { ...task, docsFile: stagedDocs, projections: shared, checkpoints: [], analyticsFile: stagedAnalytics, ...(options.workerDiesAfter ? { dieAfter: options.workerDiesAfter } : {}) },
+          { ...task, docsFile: null, projections: [], analytics: { file: stagedAnalytics, part: 'figures' }, ...(options.workerDiesAfter ? { dieAfter: options.workerDiesAfter } : {}) },
           report,
         ),
       );
@@ -143,10 +136,16 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
       const counts = await Promise.all(workers.map((w) => w.done));
       count = counts[0]!;
       options.onProgress?.({ events: count, total });
+      const figures = new AnalyticsStore(stagedAnalytics);
+      try {
+        figures.bulkLoadMode();
+        figures.copyTimelineFrom(stagedTimeline);
+        figures.db.pragma('journal_mode = DELETE');
+      } finally {
+        figures.close();
+      }
       staged = new SqliteReadStore(stagedRead);
       staged.bulkLoadMode();
-      staged.copyDocsFrom(stagedDocs);
-      removeDb(stagedDocs);
     } else {
       // One pass in this thread.
       staged = new SqliteReadStore(stagedRead);
@@ -211,7 +210,7 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
     analyticsStore?.close();
-    removeDb(stagedDocs);
+    removeDb(stagedTimeline);
     await staged?.close();
     await live.close();
     await events.close();
