@@ -19,7 +19,7 @@ import {
 } from './store.js';
 import type { EventStore } from '../gateways/event-store/port.js';
 import { RecentIntervals } from './intervals.js';
-import { applyTimeline, serialiseState, timelineServices, type TimelineState } from './timeline.js';
+import { applyTimeline, serialiseState, timelineReads, timelineServices, type TimelineState } from './timeline.js';
 
 /**
  * Every this many events of the log, a boundary: each service changed since the last one gets a
@@ -116,7 +116,12 @@ export class AnalyticsModel {
   }
 
   /** Whether this model reads the data of an event of `type`. */
-  readonly wants = (type: string): boolean => this.timeline || FIGURE_EVENTS.has(type);
+  readonly wants = (type: string): boolean => (this.figures && FIGURE_EVENTS.has(type)) || (this.timeline && timelineReads(type));
+
+  /** The only event types this model needs to see at all, or null for every event (the timeline counts them all). */
+  get types(): string[] | null {
+    return this.timeline ? null : [...FIGURE_EVENTS];
+  }
 
   get position(): number {
     return this.pending.position;

@@ -39,6 +39,9 @@ function projectionsOf(type: string): Projection<any>[] {
   return list;
 }
 
+/** Whether the timeline reads the data of an event of `type`. */
+export const timelineReads = (type: string): boolean => type === 'UserProvisioned' || projectionsOf(type).length > 0;
+
 /** Services whose dashboard or agent list an event can change. */
 export function timelineServices(e: Pick<RecordedEvent, 'type' | 'data'>): number[] {
   if (isEvent(e, 'UserProvisioned')) return e.data.agentId === null ? [] : e.data.services;

@@ -34,6 +34,16 @@ export class DocumentFold {
     return [...this.docs.keys()];
   }
 
+  /** The event types that can change a document here, or null for any. */
+  get types(): string[] | null {
+    const all = new Set<string>();
+    for (const { p } of this.folds) {
+      if (!p.canHandle) return null;
+      for (const t of p.canHandle) all.add(t);
+    }
+    return [...all];
+  }
+
   /** Whether an event of `type` can change a document here: its data need not be decoded otherwise. */
   readonly wants = (type: string): boolean => this.foldsOf(type).length > 0;
 

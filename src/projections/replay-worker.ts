@@ -37,7 +37,10 @@ export interface ReplayTask {
   dieAfter?: { events: number; how: 'throw' | 'exit' };
 }
 
-/** What a replay worker posts: the events folded so far, and its count once its staged files are complete. */
+/**
+ * What a replay worker posts: the position it reached, and the events it read once its staged files
+ * are complete (a thread that reads only some types counts fewer than the log holds).
+ */
 export type ReplayMessage = { progress: number } | { done: number };
 
 /** Events applied between two writes of the analytics fold. */
@@ -63,15 +66,18 @@ export async function foldShare(task: ReplayTask, progress: (events: number) => 
     const model = analytics && new AnalyticsModel(analytics, task.analytics!.part);
     const fold = docs && new DocumentFold(allProjections.filter((p) => task.projections.includes(p.name)), docs);
     let count = 0;
-    // Only the events something here reads are decoded.
+    // Only the events something here reads are decoded; where nothing here needs every event, only
+    // those are read at all.
     const decode = (type: string) => (fold?.wants(type) ?? false) || (model?.wants(type) ?? false);
-    for (const e of events.scanRange(0, task.total, decode)) {
+    const [docTypes, modelTypes] = [fold ? fold.types : [], model ? model.types : []];
+    const types = docTypes && modelTypes ? [...new Set([...docTypes, ...modelTypes])] : undefined;
+    for (const e of events.scanRange(0, task.total, decode, 4096, types)) {
       fold?.apply(e);
       model?.apply(e);
       if (++count % task.pageSize === 0) {
         await fold?.bound(task.maxDocs);
         if (model && model.unwritten >= FLUSH_EVERY) model.flush();
-        progress(count);
+        progress(e.position);
       }
       if (task.dieAfter && count >= task.dieAfter.events) {
         if (task.dieAfter.how === 'exit') process.exit(3);
