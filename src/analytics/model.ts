@@ -19,7 +19,7 @@ import {
 } from './store.js';
 import type { EventStore } from '../gateways/event-store/port.js';
 import { RecentIntervals } from './intervals.js';
-import { applyTimeline, serialiseState, timelineReads, timelineServices, type TimelineState } from './timeline.js';
+import { applyTimeline, serialiseState, timelineReads, timelineServices, type KnownDoc, type TimelineState } from './timeline.js';
 
 /**
  * Every this many events of the log, a boundary: each service changed since the last one gets a
@@ -105,6 +105,7 @@ export class AnalyticsModel {
   private readonly zones = new Map<number, string>();
   private readonly timeline: boolean;
   private readonly figures: boolean;
+  private known: KnownDoc | undefined;
 
   constructor(
     private readonly store: AnalyticsStore,
@@ -113,6 +114,14 @@ export class AnalyticsModel {
     this.pending = emptyWrite(store.checkpoint());
     this.timeline = part !== 'figures';
     this.figures = part !== 'timeline';
+  }
+
+  /**
+   * Replay, folding from the log's start beside a document fold that applies each event first: the
+   * timeline takes the agents' documents from it instead of evolving them again.
+   */
+  besideFold(known: KnownDoc): void {
+    this.known = known;
   }
 
   /** Whether this model reads the data of an event of `type`. */
@@ -162,7 +171,7 @@ export class AnalyticsModel {
   private timelineOf(svcId: number, e: RecordedEvent) {
     let state = this.timelines.get(svcId);
     if (!state) this.timelines.set(svcId, (state = new Map()));
-    applyTimeline(state, svcId, e);
+    applyTimeline(state, svcId, e, this.known);
     this.changed.add(svcId);
   }
 

@@ -34,6 +34,9 @@ export class DocumentFold {
     return [...this.docs.keys()];
   }
 
+  /** A document as the events applied so far left it: null deleted, undefined not held here. */
+  readonly current = (collection: string, id: string): Doc | null | undefined => this.docs.get(collection)?.get(id);
+
   /** The event types that can change a document here, or null for any. */
   get types(): string[] | null {
     const all = new Set<string>();

@@ -65,6 +65,8 @@ export async function foldShare(task: ReplayTask, progress: (events: number) => 
     docs?.bulkLoadMode();
     const model = analytics && new AnalyticsModel(analytics, task.analytics!.part);
     const fold = docs && new DocumentFold(allProjections.filter((p) => task.projections.includes(p.name)), docs);
+    // The timeline's agents are the fold's (both fold every event from the start, the fold first).
+    if (model && fold?.collections.includes('agents')) model.besideFold(fold.current);
     let count = 0;
     // Only the events something here reads are decoded; where nothing here needs every event, only
     // those are read at all.
