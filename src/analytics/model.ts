@@ -19,7 +19,7 @@ import {
 } from './store.js';
 import type { EventStore } from '../gateways/event-store/port.js';
 import { RecentIntervals } from './intervals.js';
-import { applyTimeline, serialiseState, timelineReads, timelineServices, type KnownDoc, type TimelineState } from './timeline.js';
+import { applyTimeline, serialiseState, TIMELINE_DATA_TYPES, timelineServices, type KnownDoc, type TimelineState } from './timeline.js';
 
 /**
  * Every this many events of the log, a boundary: each service changed since the last one gets a
@@ -124,12 +124,13 @@ export class AnalyticsModel {
     this.known = known;
   }
 
-  /** Whether this model reads the data of an event of `type`. */
-  readonly wants = (type: string): boolean => (this.figures && FIGURE_EVENTS.has(type)) || (this.timeline && timelineReads(type));
-
-  /** The only event types this model needs to see at all, or null for every event (the timeline counts them all). */
-  get types(): string[] | null {
-    return this.timeline ? null : [...FIGURE_EVENTS];
+  /**
+   * What this model reads of the log: the event types it needs to see at all (null: every event, the
+   * timeline counts them), and those whose data it reads.
+   */
+  get reads(): { only: string[] | null; data: string[] } {
+    const data = new Set<string>([...(this.figures ? FIGURE_EVENTS : []), ...(this.timeline ? TIMELINE_DATA_TYPES : [])]);
+    return { only: this.timeline ? null : [...data], data: [...data] };
   }
 
   get position(): number {

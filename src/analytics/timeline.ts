@@ -39,8 +39,8 @@ function projectionsOf(type: string): Projection<any>[] {
   return list;
 }
 
-/** Whether the timeline reads the data of an event of `type`. */
-export const timelineReads = (type: string): boolean => type === 'UserProvisioned' || projectionsOf(type).length > 0;
+/** The event types whose data the timeline reads. */
+export const TIMELINE_DATA_TYPES: readonly string[] = [...new Set(['UserProvisioned', ...TIMELINE_PROJECTIONS.flatMap((p) => p.canHandle ?? [])])];
 
 /** Services whose dashboard or agent list an event can change. */
 export function timelineServices(e: Pick<RecordedEvent, 'type' | 'data'>): number[] {

@@ -37,7 +37,7 @@ export class DocumentFold {
   /** A document as the events applied so far left it: null deleted, undefined not held here. */
   readonly current = (collection: string, id: string): Doc | null | undefined => this.docs.get(collection)?.get(id);
 
-  /** The event types that can change a document here, or null for any. */
+  /** The event types that can change a document here (whose data it reads), or null for any. */
   get types(): string[] | null {
     const all = new Set<string>();
     for (const { p } of this.folds) {
@@ -46,9 +46,6 @@ export class DocumentFold {
     }
     return [...all];
   }
-
-  /** Whether an event of `type` can change a document here: its data need not be decoded otherwise. */
-  readonly wants = (type: string): boolean => this.foldsOf(type).length > 0;
 
   /** The folds an event of `type` can change (each projection's `canHandle`, asked once per type). */
   private foldsOf(type: string): Fold[] {

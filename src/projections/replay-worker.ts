@@ -70,10 +70,11 @@ export async function foldShare(task: ReplayTask, progress: (events: number) => 
     let count = 0;
     // Only the events something here reads are decoded; where nothing here needs every event, only
     // those are read at all.
-    const decode = (type: string) => (fold?.wants(type) ?? false) || (model?.wants(type) ?? false);
-    const [docTypes, modelTypes] = [fold ? fold.types : [], model ? model.types : []];
-    const types = docTypes && modelTypes ? [...new Set([...docTypes, ...modelTypes])] : undefined;
-    for (const e of events.scanRange(0, task.total, decode, 4096, types)) {
+    const docTypes = fold ? fold.types : [];
+    const modelReads = model ? model.reads : { only: [], data: [] };
+    const union = (a: string[], b: string[]) => [...new Set([...a, ...b])];
+    const types = docTypes && { only: modelReads.only && union(docTypes, modelReads.only), data: union(docTypes, modelReads.data) };
+    for (const e of events.scanRange(0, task.total, types ?? undefined)) {
       fold?.apply(e);
       model?.apply(e);
       if (++count % task.pageSize === 0) {
