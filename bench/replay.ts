@@ -3,7 +3,7 @@
  * year's reports on the result, and the peak RSS of a 100,000-call xlsx export.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -18,7 +18,11 @@ export interface ReplayBench {
   calls: number;
   writeSeconds: number;
   replaySeconds: number;
+  /** CPU seconds of every thread of the process during the replay. */
   replayCpuSeconds: number;
+  replayThreads: number;
+  /** The one-minute load average when the replay started (the machine may be shared). */
+  replayLoad: number;
   agentReportMs: number;
   serviceReportMs: number;
   exportCalls: number;
@@ -42,6 +46,7 @@ export async function benchReplay(options: { events: number; exportCalls: number
     const start = Date.UTC(2025, 0, 1);
     const [log, writeMs] = await timed(() => writeSyntheticLog({ file: path.join(dir, 'events.db'), events: options.events, start, spanMs: YEAR }));
     const config = loadConfig({ DATA_DIR: dir, PORT: '0', SOCKET_PORT: '0', HOST: '127.0.0.1', OPERATOR_TOKEN: randomBytes(12).toString('hex'), RATE_LIMIT_RPS: '0', LOG_LEVEL: 'silent' });
+    const replayLoad = loadavg()[0]!;
     const cpu0 = process.cpuUsage();
     const result = await replay(config);
     const cpu = process.cpuUsage(cpu0);
@@ -78,6 +83,8 @@ export async function benchReplay(options: { events: number; exportCalls: number
       writeSeconds: writeMs / 1000,
       replaySeconds: result.seconds,
       replayCpuSeconds: (cpu.user + cpu.system) / 1e6,
+      replayThreads: result.threads,
+      replayLoad,
       agentReportMs,
       serviceReportMs,
       exportCalls: options.exportCalls,

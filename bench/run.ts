@@ -318,7 +318,7 @@ const suites: Suite[] = [
         ['agent report, a year', '', fmt(r.agentReportMs / 1000, 3), '', '', ''],
         ['service report, a year by day', '', fmt(r.serviceReportMs / 1000, 3), '', '', ''],
         [`xlsx export, peak RSS ${fmt(r.exportPeakRssMiB)} MiB (${fmt(r.exportBytes / 1048576, 1)} MiB written)`, fmt(r.exportCalls), f1(r.exportSeconds), fmt(r.exportCalls / r.exportSeconds), '', ''],
-      ])}\n  log written in ${f1(r.writeSeconds)} s; replay into fresh stores, then swapped in; reports over HTTP on the replayed stores\n`;
+      ])}\n  log written in ${f1(r.writeSeconds)} s; replay into fresh stores in ${r.replayThreads} threads (load average ${fmt(r.replayLoad, 1)} at its start), then swapped in; reports over HTTP on the replayed stores\n`;
     },
   },
 ];

@@ -8,8 +8,7 @@
 import type { RecordedEvent } from '../gateways/event-store/port.js';
 import { LEG_EVENT_TYPES, type CallEndedData } from '../domain/call-events.js';
 import type { ServiceProvisionedData } from '../domain/events.js';
-import { eventTypes, type Recorded } from '../domain/platform-events.js';
-import { splitSpan, startOf } from '../domain/zone.js';
+import { eventTypes, isEvent, type Recorded } from '../domain/platform-events.js';
 import {
   emptyWrite,
   type AgentDayDelta,
@@ -19,7 +18,8 @@ import {
   type ServiceHourDelta,
 } from './store.js';
 import type { EventStore } from '../gateways/event-store/port.js';
-import { applyTimeline, serialiseState, timelineServices, type TimelineState } from './timeline.js';
+import { RecentIntervals } from './intervals.js';
+import { applyTimeline, serialiseState, TIMELINE_DATA_TYPES, timelineServices, type KnownDoc, type TimelineState } from './timeline.js';
 
 /**
  * Every this many events of the log, a boundary: each service changed since the last one gets a
@@ -80,6 +80,15 @@ const LOGIN_EVENTS = eventTypes('AgentLoggedIn', 'AgentLoggedOut', 'AgentBreakSt
 /** The call events the figures count. */
 const CALL_EVENTS = eventTypes('CallStarted', ...LEG_EVENT_TYPES, 'CallEnded');
 
+/**
+ * What a model folds: everything (the projector), or one of two halves that replay folds in two
+ * threads into two files and joins: the timeline (boundaries and snapshots) or the figures (the rest).
+ */
+export type AnalyticsPart = 'all' | 'timeline' | 'figures';
+
+/** The events the figures read: the rest need not be decoded for them. */
+const FIGURE_EVENTS = new Set<string>([...LOGIN_EVENTS.list, ...CALL_EVENTS.list, 'ServiceProvisioned']);
+
 export class AnalyticsModel {
   private readonly calls = new Map<string, OpenCall>();
   private readonly agents = new Map<string, AgentOpen>();
@@ -91,9 +100,37 @@ export class AnalyticsModel {
   private readonly storedOpen = new Set<string>();
   private pending: AnalyticsWrite;
   private pendingEvents = 0;
+  private readonly intervals = new RecentIntervals();
+  /** Figures only: each service's timezone (without the timeline, which holds the services). */
+  private readonly zones = new Map<number, string>();
+  private readonly timeline: boolean;
+  private readonly figures: boolean;
+  private known: KnownDoc | undefined;
 
-  constructor(private readonly store: AnalyticsStore) {
+  constructor(
+    private readonly store: AnalyticsStore,
+    part: AnalyticsPart = 'all',
+  ) {
     this.pending = emptyWrite(store.checkpoint());
+    this.timeline = part !== 'figures';
+    this.figures = part !== 'timeline';
+  }
+
+  /**
+   * Replay, folding from the log's start beside a document fold that applies each event first: the
+   * timeline takes the agents' documents from it instead of evolving them again.
+   */
+  besideFold(known: KnownDoc): void {
+    this.known = known;
+  }
+
+  /**
+   * What this model reads of the log: the event types it needs to see at all (null: every event, the
+   * timeline counts them), and those whose data it reads.
+   */
+  get reads(): { only: string[] | null; data: string[] } {
+    const data = new Set<string>([...(this.figures ? FIGURE_EVENTS : []), ...(this.timeline ? TIMELINE_DATA_TYPES : [])]);
+    return { only: this.timeline ? null : [...data], data: [...data] };
   }
 
   get position(): number {
@@ -135,11 +172,12 @@ export class AnalyticsModel {
   private timelineOf(svcId: number, e: RecordedEvent) {
     let state = this.timelines.get(svcId);
     if (!state) this.timelines.set(svcId, (state = new Map()));
-    applyTimeline(state, svcId, e);
+    applyTimeline(state, svcId, e, this.known);
     this.changed.add(svcId);
   }
 
   private timezoneOf(svcId: number): string {
+    if (!this.timeline) return this.zones.get(svcId) ?? 'UTC';
     const svc = this.timelines.get(svcId)?.get(`services\u0000${svcId}`) as ServiceProvisionedData | undefined;
     return svc?.timezone ?? 'UTC';
   }
@@ -162,10 +200,15 @@ export class AnalyticsModel {
     if (e.position <= this.pending.position) return;
     this.pending.position = e.position;
     this.pendingEvents++;
-    for (const svcId of timelineServices(e)) this.timelineOf(svcId, e);
+    if (this.timeline) {
+      for (const svcId of timelineServices(e)) this.timelineOf(svcId, e);
+      if (++this.sinceBoundary >= SNAPSHOT_EVERY) this.boundary(e);
+    }
+    if (!this.figures) return;
     if (LOGIN_EVENTS.has(e)) this.applyLogin(e);
     else if (e.streamId.startsWith('call-') && CALL_EVENTS.has(e)) this.applyCall(e);
-    if (++this.sinceBoundary >= SNAPSHOT_EVERY) this.boundary(e);
+    // The timeline's services document, for the timezone (its last provisioning's).
+    else if (!this.timeline && isEvent(e, 'ServiceProvisioned')) this.zones.set(e.data.svcId, e.data.timezone);
   }
 
   private boundary(e: RecordedEvent) {
@@ -186,13 +229,13 @@ export class AnalyticsModel {
     const closeBreak = () => {
       if (o.breakCode !== null && o.breakSince !== null) {
         const code = o.breakCode;
-        splitSpan(o.breakSince, t, 'day', tz, (day, ms) => (this.agentDay(d.svcId, d.agentId, day).breakMs[code]! += ms));
+        this.intervals.splitSpan(o.breakSince, t, 'day', tz, (day, ms) => (this.agentDay(d.svcId, d.agentId, day).breakMs[code]! += ms));
       }
       o.breakCode = null;
       o.breakSince = null;
     };
     const closeLogin = () => {
-      if (o.loginSince !== null) splitSpan(o.loginSince, t, 'day', tz, (day, ms) => (this.agentDay(d.svcId, d.agentId, day).loginMs += ms));
+      if (o.loginSince !== null) this.intervals.splitSpan(o.loginSince, t, 'day', tz, (day, ms) => (this.agentDay(d.svcId, d.agentId, day).loginMs += ms));
       o.loginSince = null;
     };
     switch (e.type) {
@@ -251,11 +294,11 @@ export class AnalyticsModel {
         if (c.queuedAt !== null && c.firstUpAt === null) c.abandoned = true;
         break;
       case 'AgentRing':
-        if (leg.agentId !== null) this.agentDay(c.svcId, leg.agentId, startOf(leg.time, 'day', c.timezone)).offered += 1;
+        if (leg.agentId !== null) this.agentDay(c.svcId, leg.agentId, this.intervals.startOf(leg.time, 'day', c.timezone)).offered += 1;
         break;
       case 'AgentUp':
         if (leg.agentId === null) break;
-        this.agentDay(c.svcId, leg.agentId, startOf(leg.time, 'day', c.timezone)).answered += 1;
+        this.agentDay(c.svcId, leg.agentId, this.intervals.startOf(leg.time, 'day', c.timezone)).answered += 1;
         c.up[leg.legId] = [leg.agentId, leg.time];
         if (c.firstUpAt === null) {
           c.firstUpAt = leg.time;
@@ -266,7 +309,7 @@ export class AnalyticsModel {
         const up = c.up[leg.legId];
         if (up) {
           // Talk time counts on the day the agent answered.
-          this.agentDay(c.svcId, up[0], startOf(up[1], 'day', c.timezone)).talkMs += Math.max(0, leg.time - up[1]);
+          this.agentDay(c.svcId, up[0], this.intervals.startOf(up[1], 'day', c.timezone)).talkMs += Math.max(0, leg.time - up[1]);
           delete c.up[leg.legId];
         }
         break;
@@ -300,7 +343,7 @@ export class AnalyticsModel {
       'ivr-data': c.ivr,
     };
     this.pending.calls.push({ svcId: c.svcId, startTime: d.startTime, xnid, row: JSON.stringify(row) });
-    const h = this.serviceHour(c.svcId, startOf(d.startTime, 'hour', c.timezone));
+    const h = this.serviceHour(c.svcId, this.intervals.startOf(d.startTime, 'hour', c.timezone));
     if (c.direction === 'Inbound') h.inbound += 1;
     else h.outbound += 1;
     if (d.disposition === 'answered') h.answered += 1;

@@ -39,6 +39,9 @@ function projectionsOf(type: string): Projection<any>[] {
   return list;
 }
 
+/** The event types whose data the timeline reads. */
+export const TIMELINE_DATA_TYPES: readonly string[] = [...new Set(['UserProvisioned', ...TIMELINE_PROJECTIONS.flatMap((p) => p.canHandle ?? [])])];
+
 /** Services whose dashboard or agent list an event can change. */
 export function timelineServices(e: Pick<RecordedEvent, 'type' | 'data'>): number[] {
   if (isEvent(e, 'UserProvisioned')) return e.data.agentId === null ? [] : e.data.services;
@@ -52,8 +55,21 @@ export function timelineServices(e: Pick<RecordedEvent, 'type' | 'data'>): numbe
 
 const CALL_STATS = collectionOf(callStatsProjection);
 
-/** Applies one event to a service's documents (in place; returns the same object). */
-export function applyTimeline(state: TimelineState, svcId: number, e: TimelineEvent): TimelineState {
+/**
+ * A document's state after the event being applied, as a fold of the same projection over the same
+ * events from the same start already computed it (undefined: not known, evolve it here).
+ */
+export type KnownDoc = (collection: string, id: string) => Doc | null | undefined;
+
+/** The agents: folded from the start of the log, the timeline's document of an agent is the fold's. */
+const AGENTS = collectionOf(agentsProjection);
+
+/**
+ * Applies one event to a service's documents (in place; returns the same object). `known` (replay,
+ * beside a document fold from the log's start) gives the agents' documents instead of evolving them
+ * a second time.
+ */
+export function applyTimeline(state: TimelineState, svcId: number, e: TimelineEvent, known?: KnownDoc): TimelineState {
   // The projections read only type, data and time.
   const recorded = e as RecordedEvent;
   const prefix = `${svcId}-`;
@@ -65,7 +81,8 @@ export function applyTimeline(state: TimelineState, svcId: number, e: TimelineEv
       if (p === servicesProjection && id !== String(svcId)) continue;
       const key = `${collection}\u0000${id}`;
       const previous = state.get(key) ?? null;
-      const next = p.evolve(previous, recorded, id);
+      const reused = known && collection === AGENTS ? known(collection, id) : undefined;
+      const next = reused !== undefined ? reused : p.evolve(previous, recorded, id);
       if (next === null) state.delete(key);
       else state.set(key, next);
       // Only the latest day's call counts matter (the dashboard counts from midnight): a new day drops the last.

@@ -34,8 +34,18 @@ export class DocumentFold {
     return [...this.docs.keys()];
   }
 
-  /** Whether an event of `type` can change a document here: its data need not be decoded otherwise. */
-  readonly wants = (type: string): boolean => this.foldsOf(type).length > 0;
+  /** A document as the events applied so far left it: null deleted, undefined not held here. */
+  readonly current = (collection: string, id: string): Doc | null | undefined => this.docs.get(collection)?.get(id);
+
+  /** The event types that can change a document here (whose data it reads), or null for any. */
+  get types(): string[] | null {
+    const all = new Set<string>();
+    for (const { p } of this.folds) {
+      if (!p.canHandle) return null;
+      for (const t of p.canHandle) all.add(t);
+    }
+    return [...all];
+  }
 
   /** The folds an event of `type` can change (each projection's `canHandle`, asked once per type). */
   private foldsOf(type: string): Fold[] {
@@ -52,11 +62,20 @@ export class DocumentFold {
       for (let i = 0; i < ids.length; i++) {
         const id = ids[i]!;
         let doc = docs.get(id);
-        if (doc === undefined) {
-          doc = this.spilled ? this.staged.getNow(collection, id) : null;
-          this.held++;
+        const held = doc !== undefined;
+        if (!held) doc = this.spilled ? this.staged.getNow(collection, id) : null;
+        const next = p.evolve(doc ?? null, e, id);
+        // Nothing is stored before a spill: a deleted document is simply forgotten (calls in the IVR,
+        // in a queue, in progress are many and short-lived). After one, null marks a delete to write.
+        if (next === null && !this.spilled) {
+          if (held) {
+            docs.delete(id);
+            this.held--;
+          }
+        } else {
+          if (!held) this.held++;
+          docs.set(id, next);
         }
-        docs.set(id, p.evolve(doc, e, id));
       }
     }
   }

@@ -5,8 +5,10 @@
  *
  * Speed comes from folding in memory: documents stay in maps (spilled to the staged store past a
  * bound, for logs bigger than memory) and are written once at the end, instead of a read and a write
- * per batch as the live runner does. On the embedded log the work is shared by two threads: a worker
- * folds the analytics models and a share of the projections (replay-worker.ts), this thread the rest.
+ * per batch as the live runner does. On the embedded log the work is shared by two worker threads
+ * (replay-worker.ts): one folds the documents and the analytics timeline, the other the analytics
+ * figures; this thread waits for both, joins their files and swaps them in. A worker that fails or
+ * dies fails the replay at once, before anything is swapped.
  */
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -21,7 +23,7 @@ import { AnalyticsModel } from '../analytics/model.js';
 import { projections as allProjections } from './index.js';
 import { collectionOf, type Projection } from './projection.js';
 import { DocumentFold } from './fold.js';
-import { FLUSH_EVERY, finishAnalytics, type ReplayTask } from './replay-worker.js';
+import { FLUSH_EVERY, finishAnalytics, type ReplayMessage, type ReplayTask } from './replay-worker.js';
 
 export interface ReplayProgress {
   events: number;
@@ -37,12 +39,14 @@ export interface ReplayOptions {
   pageSize?: number;
   projections?: Projection<any>[];
   /**
-   * Fold the analytics models in a worker thread beside the documents (default: yes, for the embedded
-   * log, when running the built code; a worker cannot load the TypeScript sources).
+   * Fold in two worker threads (default: yes, for the embedded log and the platform's projections,
+   * when running the built code; a worker cannot load the TypeScript sources).
    */
   threads?: boolean;
   /** Test hook: called after the fresh models are complete, before they replace the old. */
   beforeSwap?(): void | Promise<void>;
+  /** Test hook: the figures' worker dies after folding this many events. */
+  workerDiesAfter?: ReplayTask['dieAfter'];
 }
 
 export interface ReplayResult {
@@ -53,27 +57,43 @@ export interface ReplayResult {
 }
 
 /**
- * Projections the worker folds beside the analytics models, to balance the threads: on the bench's
- * log of calls the analytics fold weighs about as much as all the projections but this one.
+ * Projections the figures' thread folds beside them, to balance the threads: on the bench's log of
+ * calls, documents and timeline weighed about 1.5 times the figures without these (profiled).
  */
-export const WORKER_PROJECTIONS = ['call-outcomes'];
+export const FIGURES_THREAD_PROJECTIONS = ['call-outcomes', 'customers', 'calls'];
 
-/** `task` in a worker thread, or null where one cannot run. */
-function startWorker(task: ReplayTask): { done: Promise<number>; stop(): Promise<unknown> } | null {
-  const url = new URL('./replay-worker.js', import.meta.url);
-  if (!import.meta.url.endsWith('.js') || !existsSync(url)) return null;
-  // A larger young generation: nearly everything the fold allocates dies young.
-  const worker = new Worker(url, { workerData: task, resourceLimits: { maxYoungGenerationSizeMb: 64 } });
-  const done = new Promise<number>((resolve, reject) => {
+interface ReplayWorker {
+  /** The events it folded, once its staged files are complete; rejects when it fails or dies. */
+  done: Promise<number>;
+  /** The position it reached. */
+  progress: number;
+  stop(): Promise<unknown>;
+}
+
+const workerUrl = new URL('./replay-worker.js', import.meta.url);
+const canRunWorkers = () => import.meta.url.endsWith('.js') && existsSync(workerUrl);
+
+/** `task` in a worker thread. */
+function startWorker(task: ReplayTask, onProgress: () => void): ReplayWorker {
+  // A larger young generation than the default: nearly everything the fold allocates dies young, and
+  // each scavenge costs what survives it. Not much larger: at 192 MiB the fold ran slower (paired
+  // runs on the shared VM: ~13.5 CPU s against ~11.3 at 16 to 48 MiB), its garbage no longer in cache.
+  const worker = new Worker(workerUrl, { workerData: task, resourceLimits: { maxYoungGenerationSizeMb: 48 } });
+  const w: ReplayWorker = { done: Promise.resolve(0), progress: 0, stop: () => worker.terminate() };
+  w.done = new Promise<number>((resolve, reject) => {
     let count: number | undefined;
-    worker.on('message', (m: { done?: number }) => {
-      if (m.done !== undefined) count = m.done;
+    worker.on('message', (m: ReplayMessage) => {
+      if ('done' in m) count = m.done;
+      else {
+        w.progress = m.progress;
+        onProgress();
+      }
     });
     worker.once('error', reject);
-    worker.once('exit', (code) => (count !== undefined ? resolve(count) : reject(new Error(`the replay worker stopped (exit code ${code})`))));
+    worker.once('exit', (code) => (count !== undefined ? resolve(count) : reject(new Error(`a replay worker stopped (exit code ${code})`))));
   });
-  done.catch(() => {}); // awaited later; a failure must not go unhandled meanwhile
-  return { done, stop: () => worker.terminate() };
+  w.done.catch(() => {}); // awaited with the other worker's; a failure must not go unhandled meanwhile
+  return w;
 }
 
 const removeDb = (file: string) => {
@@ -95,72 +115,85 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
   const analyticsFile = path.join(config.dataDir, 'analytics.db');
   const stagedRead = `${readFile}.replay`;
   const stagedAnalytics = `${analyticsFile}.replay`;
-  const stagedDocs = `${readFile}.replay-2`;
-  for (const f of [stagedRead, stagedAnalytics, stagedDocs]) removeDb(f);
-  const staged = new SqliteReadStore(stagedRead);
-  staged.bulkLoadMode();
+  const stagedTimeline = `${analyticsFile}.replay-timeline`;
+  const stagedShare = `${readFile}.replay-share`;
+  for (const f of [stagedRead, stagedAnalytics, stagedTimeline, stagedShare]) removeDb(f);
+  let staged: SqliteReadStore | null = null;
   let analyticsStore: AnalyticsStore | null = null;
-  let worker: ReturnType<typeof startWorker> = null;
+  const workers: ReplayWorker[] = [];
   let swapped = false;
   try {
     const total = await events.headPosition();
     const maxDocs = options.maxDocs ?? 500_000;
     const pageSize = options.pageSize ?? 5_000;
-    const shared = projections.filter((p) => WORKER_PROJECTIONS.includes(p.name));
-    if (options.threads !== false && events instanceof SqliteEventStore) {
-      worker = startWorker({
-        task: 'replay-worker',
-        eventsFile: events.file,
-        analyticsFile: stagedAnalytics,
-        docsFile: stagedDocs,
-        projections: shared.map((p) => p.name),
-        total,
-        maxDocs,
-        pageSize,
-      });
-    }
-    // Without a worker, everything is folded here in one pass.
-    let model: AnalyticsModel | null = null;
-    if (!worker) {
+    const names = projections.map((p) => p.name);
+    const threads =
+      options.threads !== false && events instanceof SqliteEventStore && canRunWorkers() && names.every((n) => allProjections.some((p) => p.name === n));
+    let count: number;
+    if (threads) {
+      const shared = names.filter((n) => FIGURES_THREAD_PROJECTIONS.includes(n));
+      const task = { task: 'replay-worker', eventsFile: events.file, total, maxDocs, pageSize, checkpoints: names } as const;
+      const report = () => options.onProgress?.({ events: Math.min(...workers.map((w) => w.progress)), total });
+      workers.push(
+        startWorker({ ...task, docsFile: stagedRead, projections: names.filter((n) => !shared.includes(n)), analytics: { file: stagedTimeline, part: 'timeline' } }, report),
+        startWorker(
+          { ...task, docsFile: stagedShare, projections: shared, checkpoints: [], analytics: { file: stagedAnalytics, part: 'figures' }, ...(options.workerDiesAfter ? { dieAfter: options.workerDiesAfter } : {}) },
+          report,
+        ),
+      );
+      // Either worker failing fails the replay now (the other is stopped in `finally`). The first
+      // reads every event (its timeline counts them).
+      const counts = await Promise.all(workers.map((w) => w.done));
+      count = counts[0]!;
+      options.onProgress?.({ events: count, total });
+      const figures = new AnalyticsStore(stagedAnalytics);
+      try {
+        figures.bulkLoadMode();
+        figures.copyTimelineFrom(stagedTimeline);
+        figures.db.pragma('journal_mode = DELETE');
+      } finally {
+        figures.close();
+      }
+      staged = new SqliteReadStore(stagedRead);
+      staged.bulkLoadMode();
+      staged.copyDocsFrom(stagedShare);
+    } else {
+      // One pass in this thread.
+      staged = new SqliteReadStore(stagedRead);
+      staged.bulkLoadMode();
       analyticsStore = new AnalyticsStore(stagedAnalytics);
       analyticsStore.bulkLoadMode();
-      model = new AnalyticsModel(analyticsStore);
-    }
-    const fold = new DocumentFold(worker ? projections.filter((p) => !shared.includes(p)) : projections, staged);
-    let count = 0;
-    const apply = (e: RecordedEvent) => {
-      fold.apply(e);
-      model?.apply(e);
-      count++;
-    };
-    const pause = async () => {
-      await fold.bound(maxDocs);
-      if (model && model.unwritten >= FLUSH_EVERY) model.flush();
+      const model = new AnalyticsModel(analyticsStore);
+      const fold = new DocumentFold(projections, staged);
+      count = 0;
+      const apply = (e: RecordedEvent) => {
+        fold.apply(e);
+        model.apply(e);
+        count++;
+      };
+      const pause = async () => {
+        await fold.bound(maxDocs);
+        if (model.unwritten >= FLUSH_EVERY) model.flush();
+        options.onProgress?.({ events: count, total });
+      };
+      if (events instanceof SqliteEventStore) {
+        for (const e of events.scanRange(0, total)) {
+          apply(e);
+          if (count % pageSize === 0) await pause();
+        }
+      } else {
+        let after = 0;
+        while (after < total) {
+          const page = await events.readAll({ after, maxCount: Math.min(pageSize, total - after) });
+          if (page.length === 0) break;
+          for (const e of page) if (e.position <= total) apply(e);
+          after = page[page.length - 1]!.position;
+          await pause();
+        }
+      }
       options.onProgress?.({ events: count, total });
-    };
-    if (events instanceof SqliteEventStore) {
-      // With the analytics in the worker, this thread decodes only what its projections read.
-      for (const e of events.scanRange(0, total, model ? undefined : fold.wants)) {
-        apply(e);
-        if (count % pageSize === 0) await pause();
-      }
-    } else {
-      let after = 0;
-      while (after < total) {
-        const page = await events.readAll({ after, maxCount: Math.min(pageSize, total - after) });
-        if (page.length === 0) break;
-        for (const e of page) if (e.position <= total) apply(e);
-        after = page[page.length - 1]!.position;
-        await pause();
-      }
-    }
-    options.onProgress?.({ events: count, total });
-    await fold.finish(Object.fromEntries(projections.map((p) => [p.name, total])));
-    if (model) finishAnalytics(model, analyticsStore!, total);
-    else {
-      await worker!.done;
-      staged.copyDocsFrom(stagedDocs);
-      removeDb(stagedDocs);
+      await fold.finish(Object.fromEntries(names.map((n) => [n, total])));
+      finishAnalytics(model, analyticsStore, total);
     }
     const collections = [...new Set(projections.map(collectionOf))];
     staged.adoptAuxiliaryFrom(readFile, collections, projections.map((p) => p.name));
@@ -184,12 +217,13 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
       renameSync(stagedFile, file);
     }
     swapped = true;
-    return { events: count, seconds: (performance.now() - started) / 1000, threads: worker ? 2 : 1 };
+    return { events: count, seconds: (performance.now() - started) / 1000, threads: threads ? 2 : 1 };
   } finally {
-    await worker?.stop();
+    await Promise.all(workers.map((w) => w.stop()));
     analyticsStore?.close();
-    removeDb(stagedDocs);
-    await staged.close();
+    removeDb(stagedTimeline);
+    removeDb(stagedShare);
+    await staged?.close();
     await live.close();
     await events.close();
     if (!swapped) {

@@ -1,0 +1,34 @@
+/**
+ * Local hours and days (domain/zone.ts) with the last one found remembered per zone: the fold asks
+ * for the interval of nearly every call event, and the log's times move forward, so nearly every
+ * question falls in the interval answered before and costs two comparisons.
+ */
+import { nextStart, startOf, type Interval } from '../domain/zone.js';
+
+export class RecentIntervals {
+  private readonly last: Record<Interval, Map<string, [start: number, end: number]>> = { hour: new Map(), day: new Map() };
+
+  /** [start, end) of the local interval containing `t`. */
+  private interval(t: number, unit: Interval, timeZone: string): [number, number] {
+    const known = this.last[unit].get(timeZone);
+    if (known && t >= known[0] && t < known[1]) return known;
+    const start = startOf(t, unit, timeZone);
+    const found: [number, number] = [start, nextStart(start, unit, timeZone)];
+    this.last[unit].set(timeZone, found);
+    return found;
+  }
+
+  startOf(t: number, unit: Interval, timeZone: string): number {
+    return this.interval(t, unit, timeZone)[0];
+  }
+
+  /** zone.ts's `splitSpan`: [a, b) split at local interval boundaries. */
+  splitSpan(a: number, b: number, unit: Interval, timeZone: string, each: (start: number, ms: number) => void): void {
+    for (let cur = a; cur < b; ) {
+      const [start, end] = this.interval(cur, unit, timeZone);
+      const to = Math.min(b, end);
+      each(start, to - cur);
+      cur = to;
+    }
+  }
+}
