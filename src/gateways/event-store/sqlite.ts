@@ -26,7 +26,7 @@ import {
   WrongExpectedRevisionError,
   matchesExpected,
 } from './port.js';
-import { pollingSubscription } from './subscription.js';
+import { SharedTail, pollingSubscription } from './subscription.js';
 
 interface Row {
   position: number;
@@ -76,6 +76,8 @@ export class SqliteEventStore implements EventStore {
   private head = 0;
   private closed = false;
   private readonly stmts;
+  /** Every subscription's pages: each event read and decoded once, not once per subscriber. */
+  readonly tail = new SharedTail((after, max) => this.readAll({ after, maxCount: max }));
 
   /** `file` may be ':memory:' for tests. */
   constructor(file: string, private readonly clock: () => number = Date.now) {
@@ -322,7 +324,7 @@ export class SqliteEventStore implements EventStore {
   subscribeToAll(options: { after?: number } = {}): Subscription {
     return pollingSubscription({
       after: options.after ?? 0,
-      readPage: (after) => this.readAll({ after, maxCount: 500 }),
+      readPage: (after) => this.tail.page(after, 500),
       onAppend: (listener) => {
         this.emitter.on('appended', listener);
         return () => this.emitter.off('appended', listener);
