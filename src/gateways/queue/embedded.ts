@@ -66,6 +66,15 @@ export class EmbeddedJobQueue implements JobQueue {
   private heartbeat: NodeJS.Timeout | null = null;
   private closed = false;
   private readonly stmts;
+  private readonly counts = { commits: 0, writes: 0, claims: 0 };
+
+  /**
+   * What jobs.db did: synced commits (enqueues and outcomes) and the rows they wrote, claim
+   * transactions (unsynced), WAL syncs. The bench reports them per delivery.
+   */
+  get stats(): { commits: number; writes: number; claims: number; syncs: number } {
+    return { ...this.counts, syncs: this.wal.syncs };
+  }
 
   constructor(file: string, options: EmbeddedQueueOptions = {}) {
     this.pollMs = options.pollMs ?? 250;
@@ -227,6 +236,7 @@ export class EmbeddedJobQueue implements JobQueue {
           for (const r of rows) this.stmts.claim.run(this.token, now + this.leaseMs, r.queue, r.id);
           return rows;
         })();
+        if (claimed.length > 0) this.counts.claims++;
         for (const row of claimed) this.start(worker, row);
       }
       if (worker.active.size < worker.concurrency) {
@@ -294,6 +304,8 @@ export class EmbeddedJobQueue implements JobQueue {
         try {
           if (!this.db.open) return finish({ err: new Error('job queue is closed') });
           this.db.transaction(() => batch.forEach((b) => b.write()))();
+          this.counts.commits++;
+          this.counts.writes += batch.length;
         } catch (err) {
           return finish({ err });
         }
