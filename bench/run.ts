@@ -285,7 +285,7 @@ const suites: Suite[] = [
       return `${table([
         ['complete simulated calls', 'calls', 'answered', 'seconds', 'calls/s', 'p50 ms', 'p99 ms'],
         ['POST /calls -> rung, answered, bridged, hung up, recorded', fmt(r.calls), fmt(r.answered), f1(r.seconds), f1(r.callsPerSecond), f1(r.p50Ms), f1(r.p99Ms)],
-      ])}\n  20 calls at once, one free agent each; latency from the POST to CallEnded; per call ${f1(r.appendsPerCall)} appends in ${f1(r.commitsPerCall)} commits and ${f1(r.syncsPerCall)} fsyncs of the event store\n`;
+      ])}\n  20 calls at once, one free agent each; latency from the POST to CallEnded; the client in a worker thread; per call ${f1(r.appendsPerCall)} appends in ${f1(r.commitsPerCall)} commits and ${f1(r.syncsPerCall)} fsyncs of the event store\n  ${workLine(r.work)}\n`;
     },
   },
   {
