@@ -7,6 +7,7 @@
 import type { Context } from '../../context.js';
 import { PermanentJobError, errorMessage, type Job } from '../../gateways/queue/port.js';
 import { handleCommand, loadAggregate } from '../../commands/decider.js';
+import { aggregateCache } from '../../commands/aggregate-cache.js';
 import { attemptDecider, type DeliveryRequestedData } from '../../commands/delivery/delivery.js';
 import { streams } from '../../domain/streams.js';
 import { signedHeaders } from '../../gateways/http-delivery/signing.js';
@@ -99,7 +100,12 @@ export function deliveryHandler(ctx: Context, post: HttpPoster = postJson) {
   return async (job: Job<DeliveryJob>): Promise<void> => {
     const { deliveryId, round } = job.payload;
     const streamId = streams.delivery(deliveryId);
-    const { state } = await loadAggregate(ctx.events, streamId, attemptDecider);
+    // A round's first attempt starts from the state the planner remembered when it requested the
+    // delivery (nothing else writes to the stream before that attempt is recorded): no read. Anything
+    // else, or a state that would skip the attempt, is read from the store.
+    const peeked = round === 0 && job.attempt === 1 ? aggregateCache(ctx.events).peek(streamId, attemptDecider) : undefined;
+    const ready = peeked && peeked.state.request && peeked.state.status === 'pending' && peeked.state.round === 0;
+    const { state } = ready ? peeked : await loadAggregate(ctx.events, streamId, attemptDecider);
     const req = state.request;
     if (!req || state.status !== 'pending' || state.round !== round) return;
 
