@@ -12,7 +12,8 @@
 import type Database from 'better-sqlite3';
 import { WalSync, openSqlite } from '../sqlite.js';
 import { EventEmitter } from 'node:events';
-import { v4 as uuidv4 } from 'uuid';
+// Time-ordered ids: each lands at the end of the id index, not on a random page of it (a WAL page per event).
+import { v7 as newEventId } from 'uuid';
 import {
   type AppendResult,
   type EventStore,
@@ -164,7 +165,7 @@ export class SqliteEventStore implements EventStore {
       for (const e of fresh) {
         revision += 1;
         const info = this.stmts.insert.run(
-          e.id ?? uuidv4(),
+          e.id ?? newEventId(),
           streamId,
           revision,
           e.type,
