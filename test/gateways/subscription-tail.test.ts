@@ -57,7 +57,7 @@ describe('SharedTail', () => {
     expect(await tail.page(10, 100)).toEqual([]);
     visible = 30;
     expect((await tail.page(10, 100)).map((e) => e.position)).toEqual(Array.from({ length: 20 }, (_, i) => i + 11));
-    // Capacity 16: the window now holds 15..30; a reader at 3 goes to the store, and is not kept.
+    // Capacity 16, trimmed once past 20: the window now holds 15..30; a reader at 3 goes to the store, and is not kept.
     const behind = await tail.page(3, 4);
     expect(behind.map((e) => e.position)).toEqual([4, 5, 6, 7]);
     expect(reads.at(-1)).toBe(3);

@@ -71,7 +71,8 @@ export class SharedTail {
       this.events = [...fresh];
       this.base = after;
     } else if (this.base < 0) this.base = after;
-    if (this.events.length > this.capacity) {
+    // Trimmed a quarter at a time: not a copy of the whole window for every event added.
+    if (this.events.length > this.capacity + (this.capacity >> 2)) {
       const drop = this.events.length - this.capacity;
       this.base = this.events[drop - 1]!.position;
       this.events = this.events.slice(drop);
