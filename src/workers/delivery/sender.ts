@@ -11,7 +11,8 @@ import { aggregateCache } from '../../commands/aggregate-cache.js';
 import { attemptDecider, type DeliveryRequestedData } from '../../commands/delivery/delivery.js';
 import { streams } from '../../domain/streams.js';
 import { signedHeaders } from '../../gateways/http-delivery/signing.js';
-import { postJson, type HttpPoster } from '../../gateways/http-delivery/post.js';
+import type { HttpPoster } from '../../gateways/http-delivery/post.js';
+import { threadedPoster } from '../../gateways/http-delivery/threaded.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import type { SubscriberDoc } from '../../projections/subscribers.js';
 
@@ -95,7 +96,7 @@ function originOf(url: string): string {
   }
 }
 
-export function deliveryHandler(ctx: Context, post: HttpPoster = postJson) {
+export function deliveryHandler(ctx: Context, post: HttpPoster = threadedPoster()) {
   const gate = new ReceiverGate();
   return async (job: Job<DeliveryJob>): Promise<void> => {
     const { deliveryId, round } = job.payload;
