@@ -88,12 +88,21 @@ class ReceiverGate {
   }
 }
 
+/** Receivers' origins by URL: parsed once per URL, not per attempt (a URL parse showed in profiles). */
+const origins = new Map<string, string>();
+
 function originOf(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return url;
+  let origin = origins.get(url);
+  if (origin === undefined) {
+    try {
+      origin = new URL(url).origin;
+    } catch {
+      origin = url;
+    }
+    if (origins.size >= 10_000) origins.delete(origins.keys().next().value!);
+    origins.set(url, origin);
   }
+  return origin;
 }
 
 export function deliveryHandler(ctx: Context, post: HttpPoster = threadedPoster()) {
