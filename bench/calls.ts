@@ -2,16 +2,19 @@
  * Complete simulated calls per second: each call placed with POST /api/v1/calls, rung, answered by
  * the customer and a free agent, bridged, hung up (SIM_TALK_MS) and recorded, with its webhook record
  * built. `inFlight` calls are kept going at once (one agent each); latency is from the POST to the
- * CallEnded event. Runs on the embedded stores in a temporary DATA_DIR.
+ * CallEnded event. Runs on the embedded stores in a temporary DATA_DIR. The client runs in a worker
+ * thread (calls-client.ts), so the platform's thread does the platform's work only.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { createPlatform } from '../src/platform.js';
 import { applyProvisioning } from '../src/commands/provisioning/provision.js';
-import { storeStats } from './webhooks.js';
+import { storeStats, workPer, workSnapshot, type WindowHooks, type WorkCounts } from './webhooks.js';
+import type { CallsClientOptions, ClientMessage } from './calls-client.js';
 
 export interface CallsBenchResult {
   /** Event-store appends and commits per call. */
@@ -19,6 +22,8 @@ export interface CallsBenchResult {
   commitsPerCall: number;
   /** WAL syncs (fsyncs) of the event store per call: commits made together share one. */
   syncsPerCall: number;
+  /** The rest of the work per call. */
+  work: WorkCounts;
   calls: number;
   seconds: number;
   callsPerSecond: number;
@@ -29,7 +34,7 @@ export interface CallsBenchResult {
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 
-export async function benchCalls(options: { calls?: number; inFlight?: number } = {}): Promise<CallsBenchResult> {
+export async function benchCalls(options: { calls?: number; inFlight?: number; window?: WindowHooks } = {}): Promise<CallsBenchResult> {
   const total = options.calls ?? 400;
   const inFlight = options.inFlight ?? 20;
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ct-bench-calls-'));
@@ -57,48 +62,58 @@ export async function benchCalls(options: { calls?: number; inFlight?: number } 
       const res = await fetch(`${httpUrl}/api/v1/agents?status=0&agent-number=${a.number}`, { method: 'PATCH', headers: auth });
       if (res.status !== 200) throw new Error(`agent login failed: ${res.status}`);
     }
-    // A call may end before its POST has answered: keep outcomes until someone asks.
-    const ended = new Map<string, (answered: boolean) => void>();
-    const outcomes = new Map<string, boolean>();
+    // Ends are matched to the POSTs the client reports; a call may end before its POST is answered.
+    const placedAt = new Map<string, number>();
+    const ends = new Map<string, { at: number; answered: boolean }>();
+    const latencies: number[] = [];
+    let answered = 0;
+    let client!: Worker;
+    const finish = (id: string) => {
+      const t0 = placedAt.get(id);
+      const end = ends.get(id);
+      if (t0 === undefined || !end) return;
+      placedAt.delete(id);
+      ends.delete(id);
+      if (end.answered) answered++;
+      latencies.push(end.at - t0);
+      client.postMessage({ ended: id });
+    };
     const sub = platform.ctx.events.subscribeToAll({ after: await platform.ctx.events.headPosition() });
     const watching = (async () => {
       for await (const e of sub) {
         if (e.type !== 'CallEnded') continue;
         const d = e.data as { xnid: string; disposition: string };
-        const waiter = ended.get(d.xnid);
-        if (waiter) waiter(d.disposition === 'answered');
-        else outcomes.set(d.xnid, d.disposition === 'answered');
+        ends.set(d.xnid, { at: performance.timeOrigin + performance.now(), answered: d.disposition === 'answered' });
+        finish(d.xnid);
       }
     })();
-    const before = storeStats(platform.ctx.events);
-    const latencies: number[] = [];
-    let answered = 0;
-    let placed = 0;
+    await options.window?.start?.();
+    const before = workSnapshot(platform.ctx.events, platform.ctx.queue);
     const started = performance.now();
-    const worker = async () => {
-      while (placed < total) {
-        placed++;
-        const t0 = performance.now();
-        const res = await fetch(`${httpUrl}/api/v1/calls`, { method: 'POST', headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' }, body: `number=98${String(placed).padStart(8, '7')}` });
-        if (res.status !== 200) throw new Error(`POST /calls: ${res.status} ${await res.text()}`);
-        const { id } = (await res.json()) as { id: string };
-        const ok = outcomes.has(id) ? outcomes.get(id)! : await new Promise<boolean>((resolve) => ended.set(id, resolve));
-        outcomes.delete(id);
-        ended.delete(id);
-        if (ok) answered++;
-        latencies.push(performance.now() - t0);
-      }
-    };
-    await Promise.all(Array.from({ length: inFlight }, worker));
+    const clientOptions: CallsClientOptions = { url: httpUrl!, authorization: auth.authorization, total, lanes: inFlight };
+    client = new Worker(new URL('./calls-client.js', import.meta.url), { workerData: { calls: clientOptions } });
+    await new Promise<void>((resolve, reject) => {
+      client.on('message', (m: ClientMessage) => {
+        if ('placed' in m) {
+          placedAt.set(m.placed, m.at);
+          finish(m.placed);
+        } else if ('failed' in m) reject(new Error(m.failed));
+        else resolve();
+      });
+      client.once('error', reject);
+    });
     const seconds = (performance.now() - started) / 1000;
+    const after = workSnapshot(platform.ctx.events, platform.ctx.queue);
+    await options.window?.end?.();
+    await client.terminate();
     sub.close();
     await watching;
     latencies.sort((a, b) => a - b);
-    const after = storeStats(platform.ctx.events);
     return {
-      appendsPerCall: (after.appends - before.appends) / latencies.length,
-      commitsPerCall: (after.commits - before.commits) / latencies.length,
-      syncsPerCall: (after.syncs - before.syncs) / latencies.length,
+      appendsPerCall: (after.store.appends - before.store.appends) / latencies.length,
+      commitsPerCall: (after.store.commits - before.store.commits) / latencies.length,
+      syncsPerCall: (after.store.syncs - before.store.syncs) / latencies.length,
+      work: workPer(before, after, latencies.length),
       calls: latencies.length, seconds, callsPerSecond: latencies.length / seconds, p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), answered };
   } finally {
     await platform.stop();

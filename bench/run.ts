@@ -30,7 +30,7 @@ import { createPlatform } from '../src/platform.js';
 import type { LoadOptions, LoadResult, LoadTarget } from './load.js';
 import { benchCalls } from './calls.js';
 import { benchSocketFanout } from './socket.js';
-import { benchWebhooks } from './webhooks.js';
+import { benchWebhooks, type WorkCounts } from './webhooks.js';
 import { benchDialerIngest } from './dialer-ingest.js';
 import { benchHistory, type HistoryBenchResult } from './history.js';
 import { applyProvisioning } from '../src/commands/provisioning/provision.js';
@@ -255,6 +255,12 @@ interface Suite {
 }
 
 const f1 = (n: number) => fmt(n, 1);
+const f2 = (n: number) => fmt(n, 2);
+
+/** The calls and webhooks suites' work per unit besides the event store's appends. */
+const workLine = (w: WorkCounts) =>
+  `jobs.db ${f2(w.queueWrites)} rows in ${f2(w.queueCommits)} commits, ${f2(w.queueSyncs)} fsyncs, ${f2(w.queueClaims)} claims; events decoded ${f1(w.subscriptionDecodes)} by subscriptions, ${f1(w.streamDecodes)} by stream reads` +
+  `${w.httpRequests ? `; ${f2(w.httpRequests)} HTTP requests` : ''}; platform thread busy ${Math.round(w.busy * 100)}%, ${fmt(w.cpuUs)} µs CPU each`;
 
 const suites: Suite[] = [
   { name: 'http', run: httpSuite },
@@ -279,7 +285,7 @@ const suites: Suite[] = [
       return `${table([
         ['complete simulated calls', 'calls', 'answered', 'seconds', 'calls/s', 'p50 ms', 'p99 ms'],
         ['POST /calls -> rung, answered, bridged, hung up, recorded', fmt(r.calls), fmt(r.answered), f1(r.seconds), f1(r.callsPerSecond), f1(r.p50Ms), f1(r.p99Ms)],
-      ])}\n  20 calls at once, one free agent each; latency from the POST to CallEnded; per call ${f1(r.appendsPerCall)} appends in ${f1(r.commitsPerCall)} commits and ${f1(r.syncsPerCall)} fsyncs of the event store\n`;
+      ])}\n  20 calls at once, one free agent each; latency from the POST to CallEnded; the client in a worker thread; per call ${f1(r.appendsPerCall)} appends in ${f1(r.commitsPerCall)} commits and ${f1(r.syncsPerCall)} fsyncs of the event store\n  ${workLine(r.work)}\n`;
     },
   },
   {
@@ -298,7 +304,7 @@ const suites: Suite[] = [
     run: async () => {
       const r = await benchWebhooks({ calls: 1000 });
       figures.webhooks = r.perSecond;
-      return `${table([['webhook deliveries', 'per second', 'p50 ms', 'p99 ms'], [r.name, f1(r.perSecond), f1(r.p50), f1(r.p99)]])}\n  signed POSTs to a local receiver, from the CallEnded append to receipt; per delivery ${f1(r.appendsPerDelivery)} appends in ${f1(r.commitsPerDelivery)} commits and ${f1(r.syncsPerDelivery)} fsyncs of the event store\n`;
+      return `${table([['webhook deliveries', 'per second', 'p50 ms', 'p99 ms'], [r.name, f1(r.perSecond), f1(r.p50), f1(r.p99)]])}\n  signed POSTs to a local receiver (a bare parser in a worker thread), from the CallEnded append to receipt; per delivery ${f1(r.appendsPerDelivery)} appends in ${f1(r.commitsPerDelivery)} commits and ${f1(r.syncsPerDelivery)} fsyncs of the event store\n  ${workLine(r.work)}\n`;
     },
   },
   {

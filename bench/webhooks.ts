@@ -2,18 +2,23 @@
  * Webhook delivery throughput: N finished calls appended at once, each webhook POSTed (signed) to a
  * local receiver. perSecond = deliveries / (last arrival - first append); p50/p99 = ms from the
  * CallEnded append to the receiver seeing the POST. Runs on the embedded stores in a temp DATA_DIR.
+ * The receiver (webhook-receiver.ts) is a bare parser in a worker thread, so what is measured is
+ * the platform: its own thread's load is reported as `busy` (event-loop utilisation over the run).
  */
-import http from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { createPlatform } from '../src/platform.js';
 import { applyProvisioning } from '../src/commands/provisioning/provision.js';
 import type { CallEndedData } from '../src/domain/call-events.js';
+import { aggregateCache } from '../src/commands/aggregate-cache.js';
+import type { EventStore } from '../src/gateways/event-store/port.js';
+import type { JobQueue } from '../src/gateways/queue/port.js';
 
 export interface BenchResult {
   name: string;
@@ -22,39 +27,97 @@ export interface BenchResult {
   commitsPerDelivery: number;
   /** WAL syncs (fsyncs) of the event store per delivery: commits made together share one. */
   syncsPerDelivery: number;
+  /** The rest of the work per delivery (see WorkCounts). */
+  work: WorkCounts;
   perSecond: number;
   p50: number;
   p99: number;
 }
 
+/** Work per call or delivery besides the event store's appends and commits. */
+export interface WorkCounts {
+  /** jobs.db: synced commits, rows they wrote (enqueues, outcomes), claim transactions, fsyncs. */
+  queueCommits: number;
+  queueWrites: number;
+  queueClaims: number;
+  queueSyncs: number;
+  /** Events decoded: by the subscriptions (once each, shared) and by aggregate loads (stream reads). */
+  subscriptionDecodes: number;
+  streamDecodes: number;
+  /** HTTP requests the receiver got (webhooks bench only; more than one per delivery means retries). */
+  httpRequests: number;
+  /** The platform thread's event-loop utilisation over the run (1 = never idle). */
+  busy: number;
+  /** CPU time of the platform's thread per unit, in microseconds (what a loaded machine does not inflate). */
+  cpuUs: number;
+}
+
 /** Commit and append counts of the embedded event store (zeros for another adapter). */
-export const storeStats = (events: object): { commits: number; appends: number; syncs: number } => ({ commits: 0, appends: 0, syncs: 0, ...(events as { stats?: { commits: number; appends: number; syncs: number } }).stats });
+export const storeStats = (events: object): { commits: number; appends: number; syncs: number; decoded: number } => ({ commits: 0, appends: 0, syncs: 0, decoded: 0, ...(events as { stats?: { commits: number; appends: number; syncs: number; decoded?: number } }).stats });
+
+/** CPU time (ms) of the calling thread so far, from /proc (10 ms ticks); 0 where there is none. */
+export function threadCpuMs(): number {
+  try {
+    const stat = readFileSync('/proc/thread-self/stat', 'latin1');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10; // utime + stime, in ticks of 1/100 s
+  } catch {
+    return 0;
+  }
+}
+
+/** Everything countable at once, so that two readings give the work done between them. */
+export function workSnapshot(events: EventStore, queue: JobQueue) {
+  const q = { commits: 0, writes: 0, claims: 0, syncs: 0, ...(queue as { stats?: object }).stats };
+  const store = storeStats(events);
+  return { store, queue: q, decoded: store.decoded, folded: aggregateCache(events).eventsFolded, elu: performance.eventLoopUtilization(), cpuMs: threadCpuMs() };
+}
+
+/** The work between two snapshots, per unit (call or delivery). */
+export function workPer(before: ReturnType<typeof workSnapshot>, after: ReturnType<typeof workSnapshot>, units: number, httpRequests = 0): WorkCounts {
+  const per = (a: number, b: number) => (a - b) / units;
+  return {
+    queueCommits: per(after.queue.commits, before.queue.commits),
+    queueWrites: per(after.queue.writes, before.queue.writes),
+    queueClaims: per(after.queue.claims, before.queue.claims),
+    queueSyncs: per(after.queue.syncs, before.queue.syncs),
+    subscriptionDecodes: per(after.decoded, before.decoded),
+    streamDecodes: per(after.folded, before.folded),
+    httpRequests: httpRequests / units,
+    busy: performance.eventLoopUtilization(after.elu, before.elu).utilization,
+    cpuUs: (1000 * (after.cpuMs - before.cpuMs)) / units,
+  };
+}
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 
-export async function benchWebhooks(options: { calls?: number } = {}): Promise<BenchResult> {
+/** The receiver in its worker thread: its port, and the arrivals once every delivery came. */
+async function startReceiverWorker(expected: number): Promise<{ url: string; arrived: Promise<{ arrivals: [string, number][]; requests: number }>; stop: () => Promise<void> }> {
+  const worker = new Worker(new URL('./webhook-receiver.js', import.meta.url), { workerData: { receiver: { expected } } });
+  let arrived!: (a: { arrivals: [string, number][]; requests: number }) => void;
+  const all = new Promise<{ arrivals: [string, number][]; requests: number }>((r) => (arrived = r));
+  const port = await new Promise<number>((resolve, reject) => {
+    worker.on('message', (m: { port?: number; arrivals?: [string, number][]; requests?: number }) => {
+      if (m.port !== undefined) resolve(m.port);
+      if (m.arrivals) arrived({ arrivals: m.arrivals, requests: m.requests ?? 0 });
+    });
+    worker.once('error', reject);
+  });
+  return { url: `http://127.0.0.1:${port}/hook`, arrived: all, stop: async () => void (await worker.terminate()) };
+}
+
+/** Called when the measured part starts and when it ends (a profiler, say). */
+export interface WindowHooks {
+  start?: () => Promise<void> | void;
+  end?: () => Promise<void> | void;
+}
+
+export async function benchWebhooks(options: { calls?: number; window?: WindowHooks } = {}): Promise<BenchResult> {
   const calls = options.calls ?? 2000;
   const appendedAt = new Map<string, number>();
-  const latencies: number[] = [];
-  let lastArrival = 0;
-  let done!: () => void;
-  const allDone = new Promise<void>((r) => (done = r));
-  const server = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      const id = String(req.headers['webhook-id']);
-      const t0 = appendedAt.get(id);
-      if (t0 !== undefined) {
-        appendedAt.delete(id);
-        lastArrival = performance.now();
-        latencies.push(lastArrival - t0);
-        if (latencies.length === calls) done();
-      }
-      res.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const receiverUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  const receiver = await startReceiverWorker(calls);
+  const receiverUrl = receiver.url;
+  const now = () => performance.timeOrigin + performance.now();
 
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ct-bench-webhooks-'));
   const config = loadConfig({ PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, OPERATOR_TOKEN: 'bench', LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE: 'true', ROLES: 'worker,projector' });
@@ -67,8 +130,17 @@ export async function benchWebhooks(options: { calls?: number } = {}): Promise<B
     };
     const applied = await applyProvisioning(platform.ctx.events, doc);
     await platform.ctx.sync.waitFor(applied.position);
-    const start = performance.now();
-    const before = storeStats(platform.ctx.events);
+    // The work is counted until every delivery is recorded as delivered (its attempt comes after its arrival).
+    let succeeded = 0;
+    let allRecorded!: () => void;
+    const recorded = new Promise<void>((r) => (allRecorded = r));
+    const sub = platform.ctx.events.subscribeToAll({ after: await platform.ctx.events.headPosition() });
+    const watching = (async () => {
+      for await (const e of sub) if (e.type === 'DeliverySucceeded' && ++succeeded === calls) allRecorded();
+    })();
+    await options.window?.start?.();
+    const start = now();
+    const before = workSnapshot(platform.ctx.events, platform.ctx.queue);
     // All at once, as a busy minute's finished calls would be (the appends share commits).
     const appends: Promise<unknown>[] = [];
     for (let i = 0; i < calls; i++) {
@@ -77,18 +149,24 @@ export async function benchWebhooks(options: { calls?: number } = {}): Promise<B
         xnid, svcId: 101, direction: 'Outbound', disposition: 'answered', startTime: 0, endTime: 1000, durationS: 1, agentId: null, agentNumber: '', customerNumber: '9876543210', recordingUrl: null,
         webhook: { callid: xnid, 'call-duration': '1', 'agent-number': '', 'customer-number': '9876543210', 'end-time': '2024-05-01 10:00:01', 'start-time': '2024-05-01 10:00:00', 'call-type': 'outgoing', 'virtual-number': '8000000101', disposition: 'answered' },
       };
-      appendedAt.set(xnid, performance.now());
+      appendedAt.set(xnid, now());
       appends.push(platform.ctx.events.appendToStream(`call-${xnid}`, [{ type: 'CallEnded', data }]));
     }
     await Promise.all(appends);
-    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`webhooks bench: ${latencies.length}/${calls} delivered in 120 s`)), 120_000).unref());
-    await Promise.race([allDone, timeout]);
-    latencies.sort((a, b) => a - b);
-    const after = storeStats(platform.ctx.events);
+    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`webhooks bench: not every delivery arrived in 120 s`)), 120_000).unref());
+    const { arrivals, requests } = await Promise.race([receiver.arrived, timeout]);
+    await Promise.race([recorded, timeout]);
+    const after = workSnapshot(platform.ctx.events, platform.ctx.queue);
+    await options.window?.end?.();
+    sub.close();
+    await watching;
+    const latencies = arrivals.map(([id, at]) => at - appendedAt.get(id)!).sort((a, b) => a - b);
+    const lastArrival = Math.max(...arrivals.map(([, at]) => at));
     return {
-      appendsPerDelivery: (after.appends - before.appends) / calls,
-      commitsPerDelivery: (after.commits - before.commits) / calls,
-      syncsPerDelivery: (after.syncs - before.syncs) / calls,
+      appendsPerDelivery: (after.store.appends - before.store.appends) / calls,
+      commitsPerDelivery: (after.store.commits - before.store.commits) / calls,
+      syncsPerDelivery: (after.store.syncs - before.store.syncs) / calls,
+      work: workPer(before, after, calls, requests),
       name: 'webhook deliveries',
       perSecond: Math.round((calls / (lastArrival - start)) * 1000),
       p50: Math.round(quantile(latencies, 0.5) * 10) / 10,
@@ -96,7 +174,7 @@ export async function benchWebhooks(options: { calls?: number } = {}): Promise<B
     };
   } finally {
     await platform.stop();
-    await new Promise<void>((r) => server.close(() => r()));
+    await receiver.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }

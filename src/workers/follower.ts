@@ -7,6 +7,13 @@ import type { Context } from '../context.js';
 import type { Subscription } from '../gateways/event-store/port.js';
 import { eventTypes, type EventType, type Recorded } from '../domain/platform-events.js';
 
+/**
+ * The stored checkpoint trails the handled events by at most this long. A crash replays what it had
+ * not passed yet (handlers are idempotent); meanwhile a busy follower writes it a few times a second,
+ * not once per event (a read-store transaction each: more than one per simulated call before).
+ */
+export const CHECKPOINT_EVERY_MS = 200;
+
 export interface Follower {
   /** Position of the last event read (handled, or not wanted). */
   readonly position: number;
@@ -58,6 +65,15 @@ export async function follow<T extends EventType>(
   };
   /** Events read and not yet passed by the checkpoint, oldest first. */
   const inFlight: { position: number; finished: boolean; done: Promise<void> }[] = [];
+  let saveTimer: NodeJS.Timeout | null = null;
+  const saveSoon = () => {
+    if (saveTimer || stopped) return;
+    saveTimer = setTimeout(() => {
+      saveTimer = null;
+      save();
+    }, CHECKPOINT_EVERY_MS);
+    saveTimer.unref();
+  };
   let running = 0;
   let slotFreed: (() => void) | null = null;
   const advance = () => {
@@ -66,7 +82,7 @@ export async function follow<T extends EventType>(
       position = inFlight.shift()!.position;
       moved = true;
     }
-    if (moved) save();
+    if (moved) saveSoon();
   };
   const run = async (e: Recorded<T>) => {
     for (let attempt = 0; ; attempt++) {
@@ -122,6 +138,8 @@ export async function follow<T extends EventType>(
     },
     async stop() {
       stopped = true;
+      if (saveTimer) clearTimeout(saveTimer);
+      saveTimer = null;
       sub.close();
       await loop;
       save();

@@ -117,6 +117,29 @@ describe('webhooks', () => {
     for (const t of tries) expect(new Webhook(SECRET).verify(t.body, t.headers)).toEqual(record(callid));
   });
 
+  it('makes a first attempt on the state the planner remembered (no read of the delivery stream); a retry reads it', async () => {
+    const events = s.platform.ctx.events as { readStream: (id: string, o?: object) => Promise<unknown[]> };
+    const read = events.readStream;
+    const reads: string[] = [];
+    // Set on the store itself (ctx.events is a proxy without a set trap), so every reader goes through it.
+    events.readStream = (id, o) => {
+      if (id.startsWith('delivery-')) reads.push(id);
+      return read(id, o);
+    };
+    try {
+      const first = await endCall(s);
+      await deliveryOf(s, first, 'delivered');
+      expect(reads).toEqual([]);
+      rx.respond = (r) => (rx.received.filter((x) => x.headers['webhook-id'] === r.headers['webhook-id']).length === 1 ? 503 : 200);
+      const retried = await endCall(s);
+      const d = await deliveryOf(s, retried, 'delivered');
+      expect(d.attempts.map((a: any) => a.statusCode)).toEqual([503, 200]);
+      expect(reads).toEqual([`delivery-${d.id}`]);
+    } finally {
+      delete (events as { readStream?: unknown }).readStream;
+    }
+  });
+
   it('a receiver down past the schedule ends failed; redeliver tries again and delivers', async () => {
     rx.respond = () => 500;
     const callid = await endCall(s);

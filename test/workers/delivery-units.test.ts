@@ -34,4 +34,15 @@ describe('signing', () => {
     expect(signedHeaders(whsec, 'msg_1', ts, body)['webhook-signature']).toBe(new Webhook(whsec).sign('msg_1', new Date(ts * 1000), body));
     expect(new Webhook(signingKey('plain-key'), { format: 'raw' }).verify(body, signedHeaders('plain-key', 'm2', ts, body))).toEqual({ a: 1, b: 'é' });
   });
+  it('signs with each secret\'s own key however often it is used (keys are decoded once and kept)', () => {
+    const body = '{"x":1}';
+    const ts = 1_700_000_000;
+    const a = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+    const b = 'whsec_dGhlIG90aGVyIGtleSBhZnRlciBhIHJvdGF0aW9u';
+    for (let i = 0; i < 3; i++) {
+      expect(signedHeaders(a, 'm', ts, body)['webhook-signature']).toBe(new Webhook(a).sign('m', new Date(ts * 1000), body));
+      expect(signedHeaders(b, 'm', ts, body)['webhook-signature']).toBe(new Webhook(b).sign('m', new Date(ts * 1000), body));
+    }
+    expect(signedHeaders(a, 'm', ts, body)['webhook-signature']).not.toBe(signedHeaders(b, 'm', ts, body)['webhook-signature']);
+  });
 });

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
 import { SqliteReadStore } from '../../src/gateways/read-store/sqlite.js';
-import { follow } from '../../src/workers/follower.js';
+import { CHECKPOINT_EVERY_MS, follow } from '../../src/workers/follower.js';
 import type { Context } from '../../src/context.js';
 import { until } from '../support/until.js';
 
@@ -52,5 +52,27 @@ describe('follow', () => {
     await until(() => follower.position === 6, 'the checkpoint to reach the end');
     await follower.stop();
     expect(await reads.checkpoint('worker:test')).toBe(6);
+  });
+
+  it('stores its checkpoint a few times a second, not once per event, and the exact position at stop', async () => {
+    const { events, reads, ctx } = context();
+    let commits = 0;
+    const commit = reads.commit.bind(reads);
+    reads.commit = (writes, checkpoints) => {
+      if ('worker:batch' in checkpoints) commits++;
+      return commit(writes, checkpoints);
+    };
+    const follower = await follow(ctx, 'batch', ['SmsRequested'], async () => {});
+    const started = Date.now();
+    for (let i = 0; i < 200; i++) await events.appendToStream(`s-${i}`, [{ type: 'SmsRequested', data: { i } }]);
+    await until(() => follower.position === 200, 'every event handled');
+    // The stored checkpoint follows within the bound, in far fewer writes than events.
+    await until(async () => (await reads.checkpoint('worker:batch')) === 200, 'the checkpoint to be stored');
+    expect(commits).toBeLessThanOrEqual(Math.ceil((Date.now() - started) / CHECKPOINT_EVERY_MS) + 1);
+    expect(commits).toBeLessThan(200);
+    await events.appendToStream('last', [{ type: 'SmsRequested', data: {} }]);
+    await until(() => follower.position === 201, 'the last event handled');
+    await follower.stop();
+    expect(await reads.checkpoint('worker:batch')).toBe(201);
   });
 });

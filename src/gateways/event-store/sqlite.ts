@@ -70,7 +70,8 @@ export class SqliteEventStore implements EventStore {
   /** The newest synced events: what the subscriptions of this process read (see sqlite-tail.ts). */
   private readonly recent: RecentEvents;
   private syncing: Promise<void> = Promise.resolve();
-  private readonly counts = { commits: 0, appends: 0 };
+  /** `decoded`: events decoded for readers (once per stored event, then per row read from the file). */
+  private readonly counts = { commits: 0, appends: 0, decoded: 0 };
   private readonly emitter = new EventEmitter();
   private head = 0;
   private closed = false;
@@ -122,7 +123,7 @@ export class SqliteEventStore implements EventStore {
   }
 
   /** Commits, the appends they carried and the WAL syncs (fsyncs) they took: what group commit saves. */
-  get stats(): { commits: number; appends: number; syncs: number } {
+  get stats(): { commits: number; appends: number; syncs: number; decoded: number } {
     return { ...this.counts, syncs: this.wal.syncs };
   }
 
@@ -187,6 +188,7 @@ export class SqliteEventStore implements EventStore {
     this.counts.commits++;
     this.counts.appends += group.length;
     const stored = this.writer.inserted;
+    this.counts.decoded += stored.length;
     const grew = stored.length > 0;
     // One transaction: no one else inserted between its first and last position.
     const newHead = grew ? stored[stored.length - 1]!.position : 0;
@@ -234,6 +236,7 @@ export class SqliteEventStore implements EventStore {
     // Not what this process committed and has not yet synced: no one may act on it before its writer is answered.
     const rows = this.stmts.readAll.all(after, this.syncedBelow(), maxCount);
     if (rows.length === 0 && this.unsynced.length === 0) this.recent.sawNothingAfter(after);
+    this.counts.decoded += rows.length;
     return rows.map(toRecorded);
   }
 

@@ -35,16 +35,49 @@ const pools = {
 };
 const poolFor = (protocol: string, allowPrivate: boolean) => pools[protocol === 'https:' ? 'https' : 'http'][allowPrivate ? 1 : 0]!;
 
+/** A URL as http.request takes it, parsed once per URL (a receiver gets many deliveries). */
+interface Target {
+  protocol: string;
+  hostname: string;
+  /** Without brackets: what an IP literal check reads. */
+  host: string;
+  port: string;
+  path: string;
+  /** user:password of the URL, as http.request's `auth` (what it takes from a URL object itself). */
+  auth?: string;
+}
+const targets = new Map<string, Target | Error>();
+const TARGETS_MAX = 10_000;
+
+function targetOf(url: string): Target | Error {
+  let t = targets.get(url);
+  if (t) return t;
+  try {
+    const u = new URL(url);
+    t =
+      u.protocol !== 'http:' && u.protocol !== 'https:'
+        ? new Error(`unsupported URL scheme ${u.protocol} (http or https only)`)
+        : {
+            protocol: u.protocol,
+            hostname: u.hostname,
+            host: u.hostname.replace(/^\[|\]$/g, ''),
+            port: u.port,
+            path: `${u.pathname}${u.search}`,
+            ...(u.username || u.password ? { auth: `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}` } : {}),
+          };
+  } catch {
+    t = new Error(`invalid URL: ${url}`);
+  }
+  if (targets.size >= TARGETS_MAX) targets.delete(targets.keys().next().value!);
+  targets.set(url, t);
+  return t;
+}
+
 export const postJson: HttpPoster = (url, body, options) =>
   new Promise<PostResult>((resolve, reject) => {
-    let target: URL;
-    try {
-      target = new URL(url);
-    } catch {
-      return reject(new Error(`invalid URL: ${url}`));
-    }
-    if (target.protocol !== 'http:' && target.protocol !== 'https:') return reject(new Error(`unsupported URL scheme ${target.protocol} (http or https only)`));
-    const host = target.hostname.replace(/^\[|\]$/g, '');
+    const target = targetOf(url);
+    if (target instanceof Error) return reject(new Error(target.message));
+    const host = target.host;
     // An IP literal is connected to without a lookup, so it is checked here.
     if (net.isIP(host) && !options.allowPrivate && isBlockedAddress(host)) return reject(new RefusedTargetError(host, host));
     const lib = target.protocol === 'https:' ? https : http;
@@ -58,8 +91,12 @@ export const postJson: HttpPoster = (url, body, options) =>
       else resolve(result!);
     };
     const req = lib.request(
-      target,
       {
+        protocol: target.protocol,
+        hostname: target.host,
+        port: target.port,
+        path: target.path,
+        auth: target.auth,
         method: 'POST',
         lookup: guardedLookup(options.allowPrivate) as never,
         agent: poolFor(target.protocol, options.allowPrivate),

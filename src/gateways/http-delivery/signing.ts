@@ -7,6 +7,19 @@ export function signingKey(secret: string): Buffer {
   return Buffer.from(secret, 'utf8');
 }
 
+/** Keys of the secrets in use (a service's webhook, subscribers' auth keys): decoded once, not per delivery. */
+const keys = new Map<string, Buffer>();
+const KEYS_MAX = 10_000;
+
+function keyOf(secret: string): Buffer {
+  let key = keys.get(secret);
+  if (!key) {
+    if (keys.size >= KEYS_MAX) keys.delete(keys.keys().next().value!);
+    keys.set(secret, (key = signingKey(secret)));
+  }
+  return key;
+}
+
 /** `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`. */
 export function signature(key: Buffer, id: string, timestampS: number, body: string): string {
   return `v1,${createHmac('sha256', key).update(`${id}.${timestampS}.${body}`).digest('base64')}`;
@@ -17,6 +30,6 @@ export function signedHeaders(secret: string, id: string, timestampS: number, bo
   return {
     'webhook-id': id,
     'webhook-timestamp': String(timestampS),
-    'webhook-signature': signature(signingKey(secret), id, timestampS, body),
+    'webhook-signature': signature(keyOf(secret), id, timestampS, body),
   };
 }

@@ -14,7 +14,8 @@ import { follow, type Follower } from '../follower.js';
 import { LEG_EVENT_TYPES, maskSelects, toSocketEvent, type LegEventType } from '../../domain/call-events.js';
 import type { Recorded } from '../../domain/platform-events.js';
 import { streams } from '../../domain/streams.js';
-import { deliveryIds, type DeliveryRequestedData } from '../../commands/delivery/delivery.js';
+import { attemptDecider, deliveryIds, deliveryInitialState, evolveDelivery, type DeliveryRequestedData } from '../../commands/delivery/delivery.js';
+import { aggregateCache } from '../../commands/aggregate-cache.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import type { SubscriberDoc as SubscriberRecord } from '../../projections/subscribers.js';
 import { DELIVERY_QUEUE, type DeliveryJob } from './sender.js';
@@ -147,13 +148,21 @@ export class DeliveryPlanner {
 
   private async request(...requests: DeliveryRequestedData[]) {
     // 'any' with the deterministic event id: a replayed event stores nothing twice.
-    await this.ctx.events.appendToStreams(
+    const results = await this.ctx.events.appendToStreams(
       requests.map((data) => ({
         streamId: streams.delivery(data.deliveryId),
         events: [{ type: 'DeliveryRequested', data, id: deliveryIds.requestedEvent(data.deliveryId) }],
         expectedRevision: 'any' as const,
       })),
     );
+    // The sender's first attempt starts from this state without reading the stream back. Only a
+    // stream this append started (revision 0): a replayed request leaves what is cached alone.
+    const cache = aggregateCache(this.ctx.events);
+    results.forEach((r, i) => {
+      if (r.nextExpectedRevision !== 0) return;
+      const state = evolveDelivery(deliveryInitialState(), { type: 'DeliveryRequested', data: requests[i]! });
+      cache.remember(streams.delivery(requests[i]!.deliveryId), attemptDecider, { state, revision: 0, position: r.position });
+    });
     // The jobs at once, not after the requests come back through the log: a delivery sooner, and
     // one enqueue (a write and a sync of the job queue) instead of two. Their ids are remembered
     // before the enqueue, as the requests may be read back from the log while it runs.

@@ -7,10 +7,12 @@
 import type { Context } from '../../context.js';
 import { PermanentJobError, errorMessage, type Job } from '../../gateways/queue/port.js';
 import { handleCommand, loadAggregate } from '../../commands/decider.js';
+import { aggregateCache } from '../../commands/aggregate-cache.js';
 import { attemptDecider, type DeliveryRequestedData } from '../../commands/delivery/delivery.js';
 import { streams } from '../../domain/streams.js';
 import { signedHeaders } from '../../gateways/http-delivery/signing.js';
-import { postJson, type HttpPoster } from '../../gateways/http-delivery/post.js';
+import type { HttpPoster } from '../../gateways/http-delivery/post.js';
+import { threadedPoster } from '../../gateways/http-delivery/threaded.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import type { SubscriberDoc } from '../../projections/subscribers.js';
 
@@ -86,20 +88,34 @@ class ReceiverGate {
   }
 }
 
+/** Receivers' origins by URL: parsed once per URL, not per attempt (a URL parse showed in profiles). */
+const origins = new Map<string, string>();
+
 function originOf(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return url;
+  let origin = origins.get(url);
+  if (origin === undefined) {
+    try {
+      origin = new URL(url).origin;
+    } catch {
+      origin = url;
+    }
+    if (origins.size >= 10_000) origins.delete(origins.keys().next().value!);
+    origins.set(url, origin);
   }
+  return origin;
 }
 
-export function deliveryHandler(ctx: Context, post: HttpPoster = postJson) {
+export function deliveryHandler(ctx: Context, post: HttpPoster = threadedPoster()) {
   const gate = new ReceiverGate();
   return async (job: Job<DeliveryJob>): Promise<void> => {
     const { deliveryId, round } = job.payload;
     const streamId = streams.delivery(deliveryId);
-    const { state } = await loadAggregate(ctx.events, streamId, attemptDecider);
+    // A round's first attempt starts from the state the planner remembered when it requested the
+    // delivery (nothing else writes to the stream before that attempt is recorded): no read. Anything
+    // else, or a state that would skip the attempt, is read from the store.
+    const peeked = round === 0 && job.attempt === 1 ? aggregateCache(ctx.events).peek(streamId, attemptDecider) : undefined;
+    const ready = peeked && peeked.state.request && peeked.state.status === 'pending' && peeked.state.round === 0;
+    const { state } = ready ? peeked : await loadAggregate(ctx.events, streamId, attemptDecider);
     const req = state.request;
     if (!req || state.status !== 'pending' || state.round !== round) return;
 
