@@ -13,7 +13,8 @@
  * Settings: BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50),
  * BENCH_ONLY (comma-separated scenario names; the baseline always runs), BENCH_SUITES
  * (comma-separated suite names, default all), BENCH_JSON=1 (also print the HTTP results as JSON),
- * BENCH_REPLAY_EVENTS (1000000) and BENCH_EXPORT_CALLS (100000) for the replay suite,
+ * BENCH_CALLS (2000) and BENCH_CALLS_WARMUP (400) for the calls suite, BENCH_WEBHOOKS (5000) for the
+ * webhooks suite, BENCH_REPLAY_EVENTS (1000000) and BENCH_EXPORT_CALLS (100000) for the replay suite,
  * BENCH_CPU_PROFILE=dir (a CPU profile of the servers per HTTP scenario, and of the calls and webhooks
  * suites whole).
  */
@@ -280,12 +281,12 @@ const suites: Suite[] = [
   {
     name: 'calls',
     run: async () => {
-      const r = await benchCalls({ calls: envInt('BENCH_CALLS', 400), inFlight: 20 });
+      const r = await benchCalls({ calls: envInt('BENCH_CALLS', 2000), warmup: envInt('BENCH_CALLS_WARMUP', 400), inFlight: 20 });
       figures.calls = r.callsPerSecond;
       return `${table([
         ['complete simulated calls', 'calls', 'answered', 'seconds', 'calls/s', 'p50 ms', 'p99 ms'],
         ['POST /calls -> rung, answered, bridged, hung up, recorded', fmt(r.calls), fmt(r.answered), f1(r.seconds), f1(r.callsPerSecond), f1(r.p50Ms), f1(r.p99Ms)],
-      ])}\n  20 calls at once, one free agent each; latency from the POST to CallEnded; the client in a worker thread; per call ${f1(r.appendsPerCall)} appends in ${f1(r.commitsPerCall)} commits and ${f1(r.syncsPerCall)} fsyncs of the event store\n  ${workLine(r.work)}\n`;
+      ])}\n  20 calls at once, one free agent each, after ${fmt(envInt('BENCH_CALLS_WARMUP', 400))} warm-up calls; latency from the POST to CallEnded; the client in a worker thread; per call ${f1(r.appendsPerCall)} appends in ${f1(r.commitsPerCall)} commits and ${f1(r.syncsPerCall)} fsyncs of the event store\n  ${workLine(r.work)}\n`;
     },
   },
   {
@@ -302,7 +303,7 @@ const suites: Suite[] = [
   {
     name: 'webhooks',
     run: async () => {
-      const r = await benchWebhooks({ calls: 1000 });
+      const r = await benchWebhooks({ calls: envInt('BENCH_WEBHOOKS', 5000) });
       figures.webhooks = r.perSecond;
       return `${table([['webhook deliveries', 'per second', 'p50 ms', 'p99 ms'], [r.name, f1(r.perSecond), f1(r.p50), f1(r.p99)]])}\n  signed POSTs to a local receiver (a bare parser in a worker thread), from the CallEnded append to receipt; per delivery ${f1(r.appendsPerDelivery)} appends in ${f1(r.commitsPerDelivery)} commits and ${f1(r.syncsPerDelivery)} fsyncs of the event store\n  ${workLine(r.work)}\n`;
     },
