@@ -1,15 +1,16 @@
 /**
  * Checks HTTP Basic credentials against the users read model. scrypt takes ~50 ms, so a verified
- * credential is remembered under an HMAC of (username, password) with a per-process key, together
+ * credential is remembered under a SHA-256 of (per-process secret, username, password), together
  * with the hash it matched: a password change replaces the hash and so voids the entry. Concurrent
- * first requests with one credential share a single verification.
+ * first requests with one credential share a single verification. With hot read models a
+ * remembered credential is checked without a promise (`cached`), on every request's path.
  *
  * An unknown username, a deactivated user and a wrong password cost the same: each runs one scrypt
  * verification (against a throwaway hash when there is no user), and hashes are compared in
  * constant time, so timing does not tell which usernames exist.
  */
-import { createHmac, randomBytes } from 'node:crypto';
-import type { ReadStore } from '../../gateways/read-store/port.js';
+import { hash, randomBytes } from 'node:crypto';
+import type { Doc, ReadStore } from '../../gateways/read-store/port.js';
 import { hashPassword, verifyPassword } from '../../domain/password.js';
 import type { UserDoc, UsernameDoc } from '../../projections/users.js';
 import type { AuthUser } from '../../domain/auth-user.js';
@@ -17,8 +18,19 @@ import type { AuthUser } from '../../domain/auth-user.js';
 
 const MAX_ENTRIES = 10_000;
 
+/** A read store that can answer from memory without a promise (the hot read models). */
+interface PeekableReads {
+  peek<T extends Doc = Doc>(collection: string, id: string): T | null | undefined;
+}
+const peekable = (r: ReadStore): PeekableReads | null => (typeof (r as Partial<PeekableReads>).peek === 'function' ? (r as unknown as PeekableReads) : null);
+
+/** One AuthUser per user document (documents are replaced, never changed, when the user changes). */
+const authUsers = new WeakMap<UserDoc, AuthUser>();
+
 export class Authenticator {
-  private readonly key = randomBytes(32);
+  /** Secret prefix of the credential digests: they identify a credential in this process only. */
+  private readonly key = randomBytes(32).toString('base64');
+  private readonly peek: PeekableReads | null;
   /** credential HMAC -> password hash it was verified against. Map order gives LRU eviction. */
   private readonly verified = new Map<string, string>();
   private readonly inFlight = new Map<string, Promise<boolean>>();
@@ -28,7 +40,31 @@ export class Authenticator {
   constructor(
     private readonly reads: ReadStore,
     private readonly verify: (password: string, hash: string) => Promise<boolean> = verifyPassword,
-  ) {}
+  ) {
+    this.peek = peekable(reads);
+  }
+
+  private digest(username: string, password: string): string {
+    return hash('sha256', `${this.key}\u0000${username}\u0000${password}`, 'base64');
+  }
+
+  /**
+   * The user of a credential verified before, answered from memory: undefined when that takes
+   * `authenticate` (not remembered, or the read models are not in memory).
+   */
+  cached(username: string, password: string): AuthUser | undefined {
+    if (!this.peek) return undefined;
+    const ref = this.peek.peek<UsernameDoc>('usernames', username);
+    if (!ref) return undefined;
+    const user = this.peek.peek<UserDoc>('users', String(ref.userId));
+    if (!user || !user.active || !user.passwordHash) return undefined;
+    const mac = this.digest(username, password);
+    if (this.verified.get(mac) !== user.passwordHash) return undefined;
+    // Touched like `authenticate` does, so the eviction stays least-recently-used.
+    this.verified.delete(mac);
+    this.verified.set(mac, user.passwordHash);
+    return toAuthUser(user);
+  }
 
   private async refuse(password: string): Promise<null> {
     this.decoy ??= hashPassword(randomBytes(32).toString('base64'));
@@ -41,7 +77,7 @@ export class Authenticator {
     if (!ref) return this.refuse(password);
     const user = await this.reads.get<UserDoc>('users', String(ref.userId));
     if (!user || !user.active || !user.passwordHash) return this.refuse(password);
-    const mac = createHmac('sha256', this.key).update(username).update('\u0000').update(password).digest('base64');
+    const mac = this.digest(username, password);
     const cached = this.verified.get(mac);
     if (cached === user.passwordHash) {
       this.verified.delete(mac);
@@ -63,6 +99,15 @@ export class Authenticator {
 }
 
 function toAuthUser(u: UserDoc): AuthUser {
+  let user = authUsers.get(u);
+  if (user === undefined) {
+    user = Object.freeze(newAuthUser(u));
+    authUsers.set(u, user);
+  }
+  return user;
+}
+
+function newAuthUser(u: UserDoc): AuthUser {
   return {
     id: u.id,
     username: u.username,
