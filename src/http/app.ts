@@ -14,7 +14,7 @@ import type { AuthUser } from '../domain/auth-user.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './errors.js';
 import { routes } from './routes/index.js';
 import { validationError } from './params.js';
-import { BODY_LIMIT, UPLOAD_LIMIT, errorBodySchema } from './route.js';
+import { BODY_LIMIT, UPLOAD_LIMIT, errorBodySchema, routesWithBodiesIn } from './route.js';
 import type { ErrorObject } from 'ajv';
 import { operatorTokenCheck } from './auth/operator-token.js';
 import { registerObservability, requestId } from './observability.js';
@@ -139,7 +139,15 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     });
   }
   await app.register(formbody, { bodyLimit: BODY_LIMIT });
-  await app.register(multipart, { limits: { fieldSize: BODY_LIMIT, fields: 100, files: 1, fileSize: UPLOAD_LIMIT, parts: 101 } });
+  // @fastify/multipart adds an async onRequest and onResponse hook to every request of its scope. A
+  // GET has no body (fastify parses none), so only the routes that take one are put in its scope
+  // (defineRoute); created here, after every hook of the root, which the scope copies.
+  await app.register(async (withBodies) => {
+    await withBodies.register(multipart, { limits: { fieldSize: BODY_LIMIT, fields: 100, files: 1, fileSize: UPLOAD_LIMIT, parts: 101 } });
+    routesWithBodiesIn(app, withBodies);
+  });
+  // Outside that scope a multipart body is left unread as it was (an unknown URL is still a 404, not a 415).
+  app.addContentTypeParser('multipart/form-data', (_req, _payload, done) => done(null));
 
   const authenticator = new Authenticator(ctx.reads);
   app.decorate('authenticator', authenticator);

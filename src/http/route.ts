@@ -232,6 +232,12 @@ async function gatherInput(req: FastifyRequest, def: RouteDef<ParamSpecs>, files
   return { ...query, ...bodyParams };
 }
 
+const bodyScopes = new WeakMap<FastifyInstance, FastifyInstance>();
+/** Where `defineRoute` puts the routes of `app` that take a body (app.ts: the multipart scope). */
+export function routesWithBodiesIn(app: FastifyInstance, scope: FastifyInstance): void {
+  bodyScopes.set(app, scope);
+}
+
 const FILES = Symbol('uploaded files');
 type WithFiles = FastifyRequest & { [FILES]?: Record<string, unknown> };
 
@@ -268,7 +274,7 @@ export function defineRoute<P extends ParamSpecs>(app: FastifyInstance, ctx: Con
     ctx,
     files: (req as WithFiles)[FILES] ?? {},
   });
-  app.route({
+  (def.method === 'GET' ? app : (bodyScopes.get(app) ?? app)).route({
     method: def.method,
     url: def.url,
     schema,
