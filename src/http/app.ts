@@ -9,7 +9,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import { Redis } from 'ioredis';
 import type { Context } from '../context.js';
 import { AppError, unauthorized } from '../domain/errors.js';
-import { Authenticator } from './auth/authenticator.js';
+import { Authenticator, type Connection } from './auth/authenticator.js';
 import type { AuthUser } from '../domain/auth-user.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './errors.js';
 import { routes } from './routes/index.js';
@@ -26,6 +26,8 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     operatorAuth: (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
+    /** Basic credentials of a user, read-your-writes included (a preValidation hook). */
+    userAuth: (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void;
     authenticator: Authenticator;
     /**
      * Every route registered (method, url, whether the document hides it, its parameter names):
@@ -154,25 +156,48 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
   // Credentials must see users provisioned before this request arrived, and so must the route:
   // the requests of one turn of the event loop wait for the read models together.
   const caughtUp = catchUpBatches(ctx.sync, (err) => ctx.logger.error({ err }, 'request continuation failed'));
+  const waited = new WeakSet<FastifyRequest>();
+  const connectionOf = (req: FastifyRequest): Connection | undefined => {
+    const header = req.headers.authorization;
+    return typeof header === 'string' ? { connection: req.raw.socket, header } : undefined;
+  };
   await app.register(basicAuth, {
     authenticate: { realm: 'telephony' },
     // Not async: a credential verified before is checked in memory and the request goes on
     // without a promise; only a first sight of a credential (scrypt) takes `authenticate`.
     validate(username, password, req, _reply, done) {
-      caughtUp((err) => {
+      const check = (err?: unknown) => {
         if (err) return done(err as Error);
-        const known = authenticator.cached(username, password);
+        const on = connectionOf(req);
+        const known = authenticator.cached(username, password, on);
         if (known) {
           req.user = known;
           return done();
         }
-        authenticator.authenticate(username, password).then((user) => {
+        authenticator.authenticate(username, password, on).then((user) => {
           if (!user) return done(unauthorized());
           req.user = user;
           done();
         }, done);
-      });
+      };
+      if (waited.has(req)) check();
+      else caughtUp(check);
     },
+  });
+  // The routes' credential check (src/http/route.ts): a connection's repeated Authorization header,
+  // verified on it before, passes with a comparison; anything else goes through basicAuth above.
+  app.decorate('userAuth', (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+    caughtUp((err) => {
+      if (err) return done(err as Error);
+      const on = connectionOf(req);
+      const known = on && authenticator.forConnection(on.connection, on.header);
+      if (known) {
+        req.user = known;
+        return done();
+      }
+      waited.add(req);
+      app.basicAuth(req, reply, done);
+    });
   });
 
   const checkOperatorToken = operatorTokenCheck(ctx.config.operatorToken);

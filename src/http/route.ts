@@ -265,7 +265,7 @@ export function defineRoute<P extends ParamSpecs>(app: FastifyInstance, ctx: Con
     done();
   };
   // preValidation: after the rate limit (onRequest), so a request counts before its password is checked.
-  const authHooks = def.auth === 'user' ? [app.basicAuth] : def.auth === 'operator' ? [app.operatorAuth] : [];
+  const authHooks = def.auth === 'user' ? [app.userAuth] : def.auth === 'operator' ? [app.operatorAuth] : [];
   const args = (req: FastifyRequest, reply: FastifyReply): HandlerArgs<P> => ({
     req,
     reply,

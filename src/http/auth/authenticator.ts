@@ -24,6 +24,12 @@ interface PeekableReads {
 }
 const peekable = (r: ReadStore): PeekableReads | null => (typeof (r as Partial<PeekableReads>).peek === 'function' ? (r as unknown as PeekableReads) : null);
 
+/** Where a credential came from: its connection (any object living as long as it) and the header as sent. */
+export interface Connection {
+  connection: object;
+  header: string;
+}
+
 /** One AuthUser per user document (documents are replaced, never changed, when the user changes). */
 const authUsers = new WeakMap<UserDoc, AuthUser>();
 
@@ -31,9 +37,16 @@ export class Authenticator {
   /** Secret prefix of the credential digests: they identify a credential in this process only. */
   private readonly key = randomBytes(32).toString('base64');
   private readonly peek: PeekableReads | null;
-  /** credential HMAC -> password hash it was verified against. Map order gives LRU eviction. */
+  /** credential digest -> password hash it was verified against. Map order gives LRU eviction. */
   private readonly verified = new Map<string, string>();
   private readonly inFlight = new Map<string, Promise<boolean>>();
+  /**
+   * Per keep-alive connection, the Authorization header last verified on it and the documents it
+   * was verified against: the connection's next requests with that header are checked by comparing
+   * it (no parsing, no digest) while those documents are still the current ones. Held as long as the
+   * connection is, like the header itself.
+   */
+  private readonly connections = new WeakMap<object, { header: string; username: string; ref: UsernameDoc; doc: UserDoc }>();
   /** A hash no password matches, verified against when there is no user: the same work as a wrong password. */
   private decoy: Promise<string> | null = null;
 
@@ -49,10 +62,27 @@ export class Authenticator {
   }
 
   /**
-   * The user of a credential verified before, answered from memory: undefined when that takes
-   * `authenticate` (not remembered, or the read models are not in memory).
+   * The user of the Authorization header verified before on this connection, when neither the
+   * username's claim nor the user changed since (any change replaces their documents): undefined
+   * when the credentials must be read and checked.
    */
-  cached(username: string, password: string): AuthUser | undefined {
+  forConnection(connection: object, header: string): AuthUser | undefined {
+    const c = this.connections.get(connection);
+    if (c === undefined || c.header !== header || !this.peek) return undefined;
+    if (this.peek.peek('usernames', c.username) !== c.ref || this.peek.peek('users', String(c.ref.userId)) !== c.doc) return undefined;
+    return toAuthUser(c.doc);
+  }
+
+  private verifiedOn(on: Connection | undefined, username: string, ref: UsernameDoc, doc: UserDoc) {
+    if (on && this.peek) this.connections.set(on.connection, { header: on.header, username, ref, doc });
+  }
+
+  /**
+   * The user of a credential verified before, answered from memory: undefined when that takes
+   * `authenticate` (not remembered, or the read models are not in memory). `on`: the connection and
+   * header it came with, remembered for `forConnection`.
+   */
+  cached(username: string, password: string, on?: Connection): AuthUser | undefined {
     if (!this.peek) return undefined;
     const ref = this.peek.peek<UsernameDoc>('usernames', username);
     if (!ref) return undefined;
@@ -63,6 +93,7 @@ export class Authenticator {
     // Touched like `authenticate` does, so the eviction stays least-recently-used.
     this.verified.delete(mac);
     this.verified.set(mac, user.passwordHash);
+    this.verifiedOn(on, username, ref, user);
     return toAuthUser(user);
   }
 
@@ -72,7 +103,7 @@ export class Authenticator {
     return null;
   }
 
-  async authenticate(username: string, password: string): Promise<AuthUser | null> {
+  async authenticate(username: string, password: string, on?: Connection): Promise<AuthUser | null> {
     const ref = await this.reads.get<UsernameDoc>('usernames', username);
     if (!ref) return this.refuse(password);
     const user = await this.reads.get<UserDoc>('users', String(ref.userId));
@@ -82,6 +113,7 @@ export class Authenticator {
     if (cached === user.passwordHash) {
       this.verified.delete(mac);
       this.verified.set(mac, cached);
+      this.verifiedOn(on, username, ref, user);
       return toAuthUser(user);
     }
     if (cached !== undefined) this.verified.delete(mac);
@@ -94,6 +126,7 @@ export class Authenticator {
     if (!(await pending)) return null;
     this.verified.set(mac, user.passwordHash);
     if (this.verified.size > MAX_ENTRIES) this.verified.delete(this.verified.keys().next().value!);
+    this.verifiedOn(on, username, ref, user);
     return toAuthUser(user);
   }
 }

@@ -59,10 +59,19 @@ describe('Authenticator', () => {
     expect(user).toMatchObject({ id: 7, username: 'asha', agentId: 1001, services: [101] });
     expect(auth.cached('asha', 'right-password')).toBe(user);
     expect(auth.cached('asha', 'wrong-password')).toBeUndefined();
+    // A connection's header verified on it passes by comparison, while the user's documents stand.
+    const conn = {};
+    const header = `Basic ${Buffer.from('asha:right-password').toString('base64')}`;
+    expect(auth.forConnection(conn, header)).toBeUndefined();
+    expect(auth.cached('asha', 'right-password', { connection: conn, header })).toBe(user);
+    expect(auth.forConnection(conn, header)).toBe(user);
+    expect(auth.forConnection(conn, `Basic ${Buffer.from('asha:wrong-password').toString('base64')}`)).toBeUndefined();
+    expect(auth.forConnection({}, header)).toBeUndefined();
     expect(auth.cached('nobody', 'right-password')).toBeUndefined();
     const stored = (await hot.get<Record<string, unknown>>('users', '7'))!;
     await hot.commit([{ collection: 'users', id: '7', doc: { ...stored, passwordHash: await hashPassword('new-password') } }], {});
     expect(auth.cached('asha', 'right-password')).toBeUndefined();
+    expect(auth.forConnection(conn, header)).toBeUndefined();
     expect(await auth.authenticate('asha', 'right-password')).toBeNull();
     await hot.commit([{ collection: 'users', id: '7', doc: { ...stored, active: false } }], {});
     expect(auth.cached('asha', 'right-password')).toBeUndefined();
