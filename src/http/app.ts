@@ -17,7 +17,7 @@ import { validationError } from './params.js';
 import { BODY_LIMIT, UPLOAD_LIMIT, errorBodySchema, routesWithBodiesIn } from './route.js';
 import type { ErrorObject } from 'ajv';
 import { operatorTokenCheck } from './auth/operator-token.js';
-import { registerObservability, requestId } from './observability.js';
+import { lazyChildLogger, registerObservability, requestId } from './observability.js';
 import { catchUpBatches } from './catch-up.js';
 
 declare module 'fastify' {
@@ -70,6 +70,7 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     // src/http/observability.ts logs one line per request instead.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: requestId,
+    childLoggerFactory: lazyChildLogger,
     // Route schemas validate the merged, already normalized parameters (src/http/route.ts): no
     // second coercion by ajv, which would read "1e3" as an integer.
     ajv: { customOptions: { coerceTypes: false } },
