@@ -286,7 +286,9 @@ export function defineRoute<P extends ParamSpecs>(app: FastifyInstance, ctx: Con
       const key = req.headers['idempotency-key'];
       if (def.method === 'POST' && typeof key === 'string' && key.length > 0) return idempotentAnswer(req, reply, key);
       const result = def.handler(args(req, reply));
-      if (isThenable(result)) return result.then((value) => void answer(reply, value));
+      // The reply is a thenable settling when the response has ended: a promise resolved with it
+      // tells fastify the answer is on its way (a stream still flowing), not that there is none.
+      if (isThenable(result)) return result.then((value) => answer(reply, value));
       answer(reply, result);
       return undefined;
     },
@@ -312,15 +314,9 @@ export function defineRoute<P extends ParamSpecs>(app: FastifyInstance, ctx: Con
 const isThenable = (v: unknown): v is PromiseLike<unknown> => v !== null && typeof v === 'object' && typeof (v as { then?: unknown }).then === 'function';
 
 /** Sends a handler's value: a stream as it comes, an answer serialized once as its cached bytes. */
-function answer(reply: FastifyReply, value: unknown): void {
-  if (value instanceof Streamed) {
-    reply.code(200).headers(value.headers).type(value.contentType).send(value.body);
-    return;
-  }
-  if (value instanceof RawJson) {
-    reply.code(reply.statusCode).type(JSON_TYPE).send(value.bytes);
-    return;
-  }
+function answer(reply: FastifyReply, value: unknown): FastifyReply {
+  if (value instanceof Streamed) return reply.code(200).headers(value.headers).type(value.contentType).send(value.body);
+  if (value instanceof RawJson) return reply.code(reply.statusCode).type(JSON_TYPE).send(value.bytes);
   const rendered = render(value, reply.statusCode);
-  reply.code(rendered.status).type(rendered.contentType).send(rendered.payload);
+  return reply.code(rendered.status).type(rendered.contentType).send(rendered.payload);
 }
