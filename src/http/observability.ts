@@ -33,39 +33,72 @@ export function recordRequest(metrics: PlatformMetrics, req: FastifyRequest, sta
 }
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
-const LEVELS: Level[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'];
+type Log = (...args: unknown[]) => void;
+type Parent = FastifyBaseLogger & { isLevelEnabled?: (level: string) => boolean };
+
+/** A request's logger made on its first enabled use; one small object per request until then. */
+class LazyChildLogger {
+  private made: FastifyBaseLogger | null = null;
+
+  constructor(
+    private readonly parent: Parent,
+    private readonly bindings: Bindings,
+    private readonly options: ChildLoggerOptions,
+  ) {}
+
+  private real(): FastifyBaseLogger {
+    return (this.made ??= this.parent.child(this.bindings, this.options));
+  }
+
+  private log(level: Level, args: unknown[]): void {
+    // A level of its own (a route's logLevel) decides for itself; otherwise the parent's level does.
+    if (this.options.level === undefined && this.parent.isLevelEnabled?.(level) === false) return;
+    (this.real()[level] as Log)(...args);
+  }
+
+  fatal(...args: unknown[]) {
+    this.log('fatal', args);
+  }
+  error(...args: unknown[]) {
+    this.log('error', args);
+  }
+  warn(...args: unknown[]) {
+    this.log('warn', args);
+  }
+  info(...args: unknown[]) {
+    this.log('info', args);
+  }
+  debug(...args: unknown[]) {
+    this.log('debug', args);
+  }
+  trace(...args: unknown[]) {
+    this.log('trace', args);
+  }
+  silent() {}
+  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
+    return this.real().child(bindings, options);
+  }
+  get level(): string {
+    return this.real().level;
+  }
+  set level(level: string) {
+    this.real().level = level;
+  }
+}
 
 /**
  * fastify's `childLoggerFactory`: a request's logger (`req.log`, with its `reqId`) is made on its
  * first enabled use instead of for every request.
  */
 export function lazyChildLogger(this: unknown, logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
-  let child: FastifyBaseLogger | null = null;
-  const real = () => (child ??= logger.child(bindings, options));
-  // A level of its own (a route's logLevel) decides for itself; otherwise the root's level does.
-  const enabled = (level: Level) => options.level !== undefined || (logger as FastifyBaseLogger & { isLevelEnabled?: (l: string) => boolean }).isLevelEnabled?.(level) !== false;
-  const lazy = {
-    child: (b: Bindings, o?: ChildLoggerOptions) => real().child(b, o),
-    silent: () => {},
-    get level() {
-      return real().level;
-    },
-    set level(level: string) {
-      real().level = level;
-    },
-  } as Record<string, unknown>;
-  for (const level of LEVELS) {
-    lazy[level] = (...args: unknown[]) => {
-      if (enabled(level)) (real()[level] as (...a: unknown[]) => void)(...args);
-    };
-  }
-  return lazy as unknown as FastifyBaseLogger;
+  return new LazyChildLogger(logger, bindings, options) as unknown as FastifyBaseLogger;
 }
 
 export function registerObservability(app: FastifyInstance, metrics: PlatformMetrics): void {
   app.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
     reply.header('x-request-id', req.id);
-    req.log.debug({ method: req.method, route: routeOf(req) }, 'request received');
+    // Asked first: the line's fields (the route pattern builds an object) are not made for nothing.
+    if ((app.log as Parent).isLevelEnabled?.('debug') !== false) req.log.debug({ method: req.method, route: routeOf(req) }, 'request received');
     done();
   });
   app.addHook('onResponse', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
