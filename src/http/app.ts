@@ -9,15 +9,16 @@ import swaggerUi from '@fastify/swagger-ui';
 import { Redis } from 'ioredis';
 import type { Context } from '../context.js';
 import { AppError, unauthorized } from '../domain/errors.js';
-import { Authenticator } from './auth/authenticator.js';
+import { Authenticator, type Connection } from './auth/authenticator.js';
 import type { AuthUser } from '../domain/auth-user.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './errors.js';
 import { routes } from './routes/index.js';
 import { validationError } from './params.js';
-import { BODY_LIMIT, UPLOAD_LIMIT, errorBodySchema } from './route.js';
+import { BODY_LIMIT, UPLOAD_LIMIT, errorBodySchema, routesWithBodiesIn } from './route.js';
 import type { ErrorObject } from 'ajv';
 import { operatorTokenCheck } from './auth/operator-token.js';
-import { registerObservability, requestId } from './observability.js';
+import { lazyChildLogger, registerObservability, requestId } from './observability.js';
+import { catchUpBatches } from './catch-up.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -25,6 +26,8 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     operatorAuth: (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
+    /** Basic credentials of a user, read-your-writes included (a preValidation hook). */
+    userAuth: (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void;
     authenticator: Authenticator;
     /**
      * Every route registered (method, url, whether the document hides it, its parameter names):
@@ -67,6 +70,7 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     // src/http/observability.ts logs one line per request instead.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: requestId,
+    childLoggerFactory: lazyChildLogger,
     // Route schemas validate the merged, already normalized parameters (src/http/route.ts): no
     // second coercion by ajv, which would read "1e3" as an integer.
     ajv: { customOptions: { coerceTypes: false } },
@@ -86,9 +90,10 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', async (_req, reply, payload) => {
+  // Callback style, as every hook on the request path here: an async hook costs a promise per request.
+  app.addHook('onSend', (_req, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
-    return payload;
+    done(null, payload);
   });
   registerErrorHandling(app);
   registerObservability(app, ctx.metrics);
@@ -137,19 +142,63 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     });
   }
   await app.register(formbody, { bodyLimit: BODY_LIMIT });
-  await app.register(multipart, { limits: { fieldSize: BODY_LIMIT, fields: 100, files: 1, fileSize: UPLOAD_LIMIT, parts: 101 } });
+  // @fastify/multipart adds an async onRequest and onResponse hook to every request of its scope. A
+  // GET has no body (fastify parses none), so only the routes that take one are put in its scope
+  // (defineRoute); created here, after every hook of the root, which the scope copies.
+  await app.register(async (withBodies) => {
+    await withBodies.register(multipart, { limits: { fieldSize: BODY_LIMIT, fields: 100, files: 1, fileSize: UPLOAD_LIMIT, parts: 101 } });
+    routesWithBodiesIn(app, withBodies);
+  });
+  // Outside that scope a multipart body is left unread as it was (an unknown URL is still a 404, not a 415).
+  app.addContentTypeParser('multipart/form-data', (_req, _payload, done) => done(null));
 
   const authenticator = new Authenticator(ctx.reads);
   app.decorate('authenticator', authenticator);
+  // Credentials must see users provisioned before this request arrived, and so must the route:
+  // the requests of one turn of the event loop wait for the read models together.
+  const caughtUp = catchUpBatches(ctx.sync, (err) => ctx.logger.error({ err }, 'request continuation failed'));
+  const waited = new WeakSet<FastifyRequest>();
+  const connectionOf = (req: FastifyRequest): Connection | undefined => {
+    const header = req.headers.authorization;
+    return typeof header === 'string' ? { connection: req.raw.socket, header } : undefined;
+  };
   await app.register(basicAuth, {
     authenticate: { realm: 'telephony' },
-    async validate(username, password, req) {
-      // Credentials must see users provisioned before this request arrived.
-      await ctx.sync.caughtUp();
-      const user = await authenticator.authenticate(username, password);
-      if (!user) throw unauthorized();
-      req.user = user;
+    // Not async: a credential verified before is checked in memory and the request goes on
+    // without a promise; only a first sight of a credential (scrypt) takes `authenticate`.
+    validate(username, password, req, _reply, done) {
+      const check = (err?: unknown) => {
+        if (err) return done(err as Error);
+        const on = connectionOf(req);
+        const known = authenticator.cached(username, password, on);
+        if (known) {
+          req.user = known;
+          return done();
+        }
+        authenticator.authenticate(username, password, on).then((user) => {
+          if (!user) return done(unauthorized());
+          req.user = user;
+          done();
+        }, done);
+      };
+      if (waited.has(req)) check();
+      else caughtUp(check);
     },
+  });
+  // The routes' credential check (src/http/route.ts): a connection's repeated Authorization header,
+  // verified on it before, passes with a comparison; anything else goes through basicAuth above.
+  app.decorate('userAuth', (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+    caughtUp((err) => {
+      if (err) return done(err as Error);
+      const on = connectionOf(req);
+      const known = on && authenticator.forConnection(on.connection, on.header);
+      if (known) {
+        req.user = known;
+        return done();
+      }
+      waited.add(req);
+      app.basicAuth(req, reply, done);
+    });
   });
 
   const checkOperatorToken = operatorTokenCheck(ctx.config.operatorToken);

@@ -95,10 +95,12 @@ export interface RouteDef<P extends ParamSpecs> {
   handler(args: HandlerArgs<P>): Promise<unknown> | unknown;
 }
 
+const JSON_TYPE = 'application/json; charset=utf-8';
+
 export function render(value: unknown, status = 200): Rendered {
   if (value instanceof Text) return { status, contentType: 'text/plain; charset=utf-8', payload: value.text };
-  if (value instanceof RawJson) return { status, contentType: 'application/json; charset=utf-8', payload: value.json };
-  return { status, contentType: 'application/json; charset=utf-8', payload: JSON.stringify(value) };
+  if (value instanceof RawJson) return { status, contentType: JSON_TYPE, payload: value.json };
+  return { status, contentType: JSON_TYPE, payload: JSON.stringify(value) };
 }
 
 /** The contract's error body (CONTRACT section 2); app.ts adds it as the shared schema `ErrorBody`. */
@@ -230,6 +232,12 @@ async function gatherInput(req: FastifyRequest, def: RouteDef<ParamSpecs>, files
   return { ...query, ...bodyParams };
 }
 
+const bodyScopes = new WeakMap<FastifyInstance, FastifyInstance>();
+/** Where `defineRoute` puts the routes of `app` that take a body (app.ts: the multipart scope). */
+export function routesWithBodiesIn(app: FastifyInstance, scope: FastifyInstance): void {
+  bodyScopes.set(app, scope);
+}
+
 const FILES = Symbol('uploaded files');
 type WithFiles = FastifyRequest & { [FILES]?: Record<string, unknown> };
 
@@ -250,33 +258,65 @@ export function defineRoute<P extends ParamSpecs>(app: FastifyInstance, ctx: Con
     if (!def.rawJsonBody && schema.body) req.body = merged;
     if (def.pathParams) req.params = normalize(def.pathParams, (req.params ?? {}) as Record<string, unknown>);
   };
+  /** A GET has no body (fastify parses none): the merge is the query's, and needs no promise. */
+  const mergeQuery = (req: FastifyRequest, _reply: FastifyReply, done: () => void) => {
+    req.query = normalize(params, (req.query ?? {}) as Record<string, unknown>);
+    if (def.pathParams) req.params = normalize(def.pathParams, (req.params ?? {}) as Record<string, unknown>);
+    done();
+  };
   // preValidation: after the rate limit (onRequest), so a request counts before its password is checked.
-  const authHooks = def.auth === 'user' ? [app.basicAuth] : def.auth === 'operator' ? [app.operatorAuth] : [];
-  app.route({
+  const authHooks = def.auth === 'user' ? [app.userAuth] : def.auth === 'operator' ? [app.operatorAuth] : [];
+  const args = (req: FastifyRequest, reply: FastifyReply): HandlerArgs<P> => ({
+    req,
+    reply,
+    p: pick(params, req.query as Record<string, unknown>) as Params<P>,
+    user: req.user!,
+    ctx,
+    files: (req as WithFiles)[FILES] ?? {},
+  });
+  (def.method === 'GET' ? app : (bodyScopes.get(app) ?? app)).route({
     method: def.method,
     url: def.url,
     schema,
     bodyLimit: def.bodyLimit,
-    preValidation: [...authHooks, merge] as never,
-    handler: async (req, reply) => {
-      let streamed: Streamed | null = null;
-      const run = async (): Promise<Rendered> => {
-        const p = pick(params, req.query as Record<string, unknown>) as Params<P>;
-        const result = await def.handler({ req, reply, p, user: req.user!, ctx, files: (req as WithFiles)[FILES] ?? {} });
-        if (result instanceof Streamed) {
-          streamed = result;
-          return { status: 200, contentType: result.contentType, payload: '' };
-        }
-        return render(result, reply.statusCode);
-      };
+    preValidation: [...authHooks, def.method === 'GET' ? mergeQuery : merge] as never,
+    // Not async: an answer the handler has at hand (a cached one) is sent in the same turn, without
+    // a promise; a handler's promise is handed to fastify, which sends its value or its error.
+    handler: (req, reply) => {
       const key = req.headers['idempotency-key'];
-      const rendered =
-        def.method === 'POST' && typeof key === 'string' && key.length > 0
-          ? await idempotent(ctx, `${def.auth === 'operator' ? 'operator' : `u${req.user?.id}`}|${def.method} ${def.url}`, key, run)
-          : await run();
-      const stream = streamed as Streamed | null;
-      if (stream) return reply.code(200).headers(stream.headers).type(stream.contentType).send(stream.body);
-      return reply.code(rendered.status).type(rendered.contentType).send(rendered.payload);
+      if (def.method === 'POST' && typeof key === 'string' && key.length > 0) return idempotentAnswer(req, reply, key);
+      const result = def.handler(args(req, reply));
+      // The reply is a thenable settling when the response has ended: a promise resolved with it
+      // tells fastify the answer is on its way (a stream still flowing), not that there is none.
+      if (isThenable(result)) return result.then((value) => answer(reply, value));
+      answer(reply, result);
+      return undefined;
     },
   });
+
+  async function idempotentAnswer(req: FastifyRequest, reply: FastifyReply, key: string) {
+    let streamed: Streamed | null = null;
+    const run = async (): Promise<Rendered> => {
+      const result = await def.handler(args(req, reply));
+      if (result instanceof Streamed) {
+        streamed = result;
+        return { status: 200, contentType: result.contentType, payload: '' };
+      }
+      return render(result, reply.statusCode);
+    };
+    const rendered = await idempotent(ctx, `${def.auth === 'operator' ? 'operator' : `u${req.user?.id}`}|${def.method} ${def.url}`, key, run);
+    const stream = streamed as Streamed | null;
+    if (stream) return reply.code(200).headers(stream.headers).type(stream.contentType).send(stream.body);
+    return reply.code(rendered.status).type(rendered.contentType).send(rendered.payload);
+  }
+}
+
+const isThenable = (v: unknown): v is PromiseLike<unknown> => v !== null && typeof v === 'object' && typeof (v as { then?: unknown }).then === 'function';
+
+/** Sends a handler's value: a stream as it comes, an answer serialized once as its cached bytes. */
+function answer(reply: FastifyReply, value: unknown): FastifyReply {
+  if (value instanceof Streamed) return reply.code(200).headers(value.headers).type(value.contentType).send(value.body);
+  if (value instanceof RawJson) return reply.code(reply.statusCode).type(JSON_TYPE).send(value.bytes);
+  const rendered = render(value, reply.statusCode);
+  return reply.code(rendered.status).type(rendered.contentType).send(rendered.payload);
 }

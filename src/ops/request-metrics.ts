@@ -20,6 +20,7 @@ type Value = { labels: Record<string, string | number>; value: number; metricNam
 
 export class RequestMetrics {
   private readonly series = new Map<string, Series>();
+  private readonly byRoute = new Map<string, Map<string, Map<number, Series>>>();
 
   constructor(registry: Registry) {
     const series = this.series;
@@ -65,11 +66,16 @@ export class RequestMetrics {
   }
 
   observe(method: string, route: string, statusCode: number, seconds: number): void {
-    const key = `${method} ${statusCode} ${route}`;
-    let s = this.series.get(key);
+    // By route, then method and status: lookups without building a key string per request.
+    let byRoute = this.byRoute.get(route);
+    if (!byRoute) this.byRoute.set(route, (byRoute = new Map()));
+    let byMethod = byRoute.get(method);
+    if (!byMethod) byRoute.set(method, (byMethod = new Map()));
+    let s = byMethod.get(statusCode);
     if (!s) {
       s = { labels: { method, route, status_code: String(statusCode) }, count: 0, sum: 0, buckets: new Float64Array(DURATION_BUCKETS.length + 1) };
-      this.series.set(key, s);
+      byMethod.set(statusCode, s);
+      this.series.set(`${method} ${statusCode} ${route}`, s);
     }
     s.count++;
     s.sum += seconds;

@@ -4,7 +4,8 @@ import type { AuthUser } from '../domain/auth-user.js';
 import { forbidden, invalid, notFound } from '../domain/errors.js';
 import { isFree } from '../commands/agent/agent.js';
 import { agentKey, type AgentDoc } from '../projections/agents.js';
-import { RawJson, jsonArrayOnce, jsonOf } from './json.js';
+import { RawJson, jsonArray, jsonArrayOnce, jsonOf } from './json.js';
+import { answerCache } from './answer-cache.js';
 
 export function agentRecord(a: AgentDoc) {
   return {
@@ -32,6 +33,29 @@ export const agentRecordJson = (a: AgentDoc) => jsonOf(recordJson, a, agentRecor
 export const agentRecordsJson = (agents: AgentDoc[]) => new RawJson(agentRecordsArray(agents));
 /** The JSON array of the agents' records (the last one per service reused while unchanged). */
 export const agentRecordsArray = (agents: AgentDoc[]) => jsonArrayOnce(`records|${agents[0]?.svcId}`, agents.map(agentRecordJson));
+
+/** GET /agents reads only the agents model: a write to it voids a kept answer. */
+const AGENT_READS = ['agents'] as const;
+const agentsKey = (user: AuthUser, svcId: number) => `agents|${svcId}|${user.admin ? 'all' : user.agentId}`;
+
+/** GET /agents as last computed for this caller, while the agents model is unwritten since (see answer-cache.ts). */
+export function agentListCached(ctx: Context, user: AuthUser, svcId: number): RawJson | undefined {
+  return answerCache(ctx.reads)?.get<RawJson>(agentsKey(user, svcId), AGENT_READS);
+}
+
+/** GET /agents: admins get every agent of the service, agent credentials their own record (or none). */
+export async function agentList(ctx: Context, user: AuthUser, svcId: number): Promise<RawJson> {
+  const cache = answerCache(ctx.reads);
+  const stamp = cache?.stamp(AGENT_READS) ?? 0;
+  let answer: RawJson;
+  if (user.admin) answer = agentRecordsJson(await serviceAgents(ctx, svcId));
+  else {
+    const own = user.agentId === null ? null : await getAgent(ctx, svcId, user.agentId);
+    answer = new RawJson(jsonArray(own ? [agentRecordJson(own)] : []));
+  }
+  cache?.set(agentsKey(user, svcId), stamp, answer);
+  return answer;
+}
 
 /** The service's provisioned agents, by id. */
 export async function serviceAgents(ctx: Context, svcId: number): Promise<AgentDoc[]> {

@@ -7,6 +7,7 @@ import { dayOf } from '../domain/time.js';
 import { notFound } from '../domain/errors.js';
 import { agentRecordJson, agentRecordsArray, serviceAgents } from './agents.js';
 import { RawJson, jsonArray, jsonArrayOnce, slot, stringifyWith } from './json.js';
+import { answerCache } from './answer-cache.js';
 import type { AgentDoc } from '../projections/agents.js';
 import { callStatsKey, type CallStatsDoc, type QueuedCallerDoc } from '../projections/calls.js';
 
@@ -32,15 +33,47 @@ function agentDataJson(a: AgentDoc, now: number): string {
   return e.json;
 }
 
-/** The dashboard answer, serialized (agent entries from their cached JSON). */
+/** The read models a dashboard is computed from: a write to any of them voids a kept answer. */
+const DASHBOARD_READS = ['services', 'agents', 'call-stats', 'in-ivr', 'queued-callers'] as const;
+
+/** A kept dashboard, with what the clock can change: the day of its call counts, and the next status change. */
+interface KeptDashboard {
+  answer: RawJson;
+  timezone: string;
+  day: string;
+  /** When it was computed: a clock set back before it is not trusted with it. */
+  at: number;
+  /** The first instant an agent leaves wrap-up (its status and the free count change then). */
+  until: number;
+}
+
+// The caller's name, role and own agent are in the answer: one per caller of the service.
+const dashboardKey = (user: AuthUser, svcId: number) => `dashboard|${svcId}|${user.admin ? 1 : 0}|${user.agentId}|${user.username}`;
+
+/**
+ * The dashboard as last computed, when no read model it came from has been written since and the
+ * clock has not moved it (a wrap-up ended, a new day): undefined when it must be computed.
+ */
+export function dashboardCached(ctx: Context, user: AuthUser, svcId: number): RawJson | undefined {
+  const kept = answerCache(ctx.reads)?.get<KeptDashboard>(dashboardKey(user, svcId), DASHBOARD_READS);
+  if (kept === undefined) return undefined;
+  const now = ctx.now();
+  return now >= kept.at && now < kept.until && dayOf(now, kept.timezone) === kept.day ? kept.answer : undefined;
+}
+
+/** The dashboard answer, serialized (agent entries from their cached JSON), and kept (see `dashboardCached`). */
 export async function dashboard(ctx: Context, user: AuthUser, svcId: number): Promise<RawJson> {
+  const cache = answerCache(ctx.reads);
+  // Before any read: a write landing while this answer is computed leaves it kept as stale.
+  const stamp = cache?.stamp(DASHBOARD_READS) ?? 0;
   const service = await ctx.reads.get<ServiceDoc>('services', String(svcId));
   if (!service) throw notFound(`service ${svcId} not found`);
   const now = ctx.now();
   const all = await serviceAgents(ctx, svcId);
   // Agent credentials see their own agent; the counts are the service's.
   const visible = user.admin ? all : all.filter((a) => a.agentId === user.agentId);
-  const stats = await ctx.reads.get<CallStatsDoc>('call-stats', callStatsKey(svcId, dayOf(now, service.timezone)));
+  const day = dayOf(now, service.timezone);
+  const stats = await ctx.reads.get<CallStatsDoc>('call-stats', callStatsKey(svcId, day));
   const inIvr = (await ctx.reads.find('in-ivr', { svcId })).length;
   const waiting = await ctx.reads.find<QueuedCallerDoc>('queued-callers', { svcId }, { orderBy: { field: 'since' } });
   const data: Record<string, { number: string; xnid: string; since: number }[]> = {};
@@ -69,5 +102,11 @@ export async function dashboard(ctx: Context, user: AuthUser, svcId: number): Pr
   const who = user.admin ? 'all' : `agent ${user.agentId}`;
   const agents = user.admin ? agentRecordsArray(visible) : jsonArray(visible.map(agentRecordJson));
   const agentsData = jsonArrayOnce(`agentsData|${svcId}|${who}`, visible.map((a) => agentDataJson(a, now)));
-  return new RawJson(stringifyWith(body, [agents, agentsData]));
+  const answer = new RawJson(stringifyWith(body, [agents, agentsData]));
+  if (cache) {
+    let until = Infinity;
+    for (const a of all) if (a.freeSince > now && a.freeSince < until) until = a.freeSince;
+    cache.set(dashboardKey(user, svcId), stamp, { answer, timezone: service.timezone, day, at: now, until } satisfies KeptDashboard);
+  }
+  return answer;
 }

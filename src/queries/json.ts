@@ -8,7 +8,13 @@ import { randomBytes } from 'node:crypto';
 
 /** An answer already serialized as JSON: the route sends it as it is. */
 export class RawJson {
+  private utf8: Buffer | undefined;
   constructor(readonly json: string) {}
+
+  /** The answer's bytes, encoded once: an answer kept and sent again is not encoded per request. */
+  get bytes(): Buffer {
+    return (this.utf8 ??= Buffer.from(this.json, 'utf8'));
+  }
 }
 
 /** The JSON of `doc` as `make` renders it, computed once per document object. */

@@ -35,6 +35,26 @@ describe('HotReadStore', () => {
     await store.close();
   });
 
+  it('counts writes per hot collection and answers peek from memory once loaded', async () => {
+    const inner = new SqliteReadStore(':memory:');
+    const store = new HotReadStore(inner, new Set(['agents', 'users']));
+    await inner.commit([{ collection: 'agents', id: 'a1', doc: { n: 1 } }], {});
+    expect(store.peek('agents', 'a1')).toBeUndefined(); // not loaded: the caller takes the promise
+    expect(store.peek('calls', 'c1')).toBeUndefined(); // not hot
+    expect(await store.get('agents', 'a1')).toEqual({ n: 1 });
+    expect(store.peek('agents', 'a1')).toEqual({ n: 1 });
+    expect(store.peek('agents', 'a2')).toBeNull();
+    expect([store.version('agents'), store.version('users')]).toEqual([0, 0]);
+    await store.commit([{ collection: 'agents', id: 'a2', doc: { n: 2 } }, { collection: 'agents', id: 'a1', doc: null }, { collection: 'calls', id: 'c1', doc: {} }], {});
+    await store.put('users', 'u1', { n: 3 });
+    expect([store.version('agents'), store.version('users'), store.version('calls')]).toEqual([2, 1, 0]);
+    expect(store.peek('agents', 'a1')).toBeNull();
+    expect(store.peek('agents', 'a2')).toEqual({ n: 2 });
+    await store.delete('users', 'u1');
+    expect(store.version('users')).toBe(2);
+    await store.close();
+  });
+
   it('a commit that lands while the collection loads is not lost', async () => {
     const inner = new SqliteReadStore(':memory:');
     await inner.commit([{ collection: 'agents', id: 'a1', doc: { n: 1 } }], {});

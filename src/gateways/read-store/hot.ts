@@ -22,6 +22,8 @@ export class HotReadStore implements ReadStore {
   private readonly loading = new Map<string, { promise: Promise<Collection>; writes: DocWrite[] }>();
   /** Answers of `find` (a scan and a sort) kept until their collection is next written. */
   private readonly found = new Map<string, Map<string, Doc[]>>();
+  /** Per hot collection, how many writes have passed (see `version`). */
+  private readonly versions = new Map<string, number>();
 
   constructor(
     readonly inner: ReadStore,
@@ -63,10 +65,26 @@ export class HotReadStore implements ReadStore {
 
   private remember(w: DocWrite) {
     if (!this.hot.has(w.collection)) return;
+    this.versions.set(w.collection, (this.versions.get(w.collection) ?? 0) + 1);
     this.found.delete(w.collection);
     const c = this.loaded.get(w.collection);
     if (c) apply(c, this.positions.get(w.collection)!, w);
     else this.loading.get(w.collection)?.writes.push(w);
+  }
+
+  /**
+   * A counter of the writes to a hot collection that passed here: an answer computed from it stays
+   * true while the counter has not moved (answer caches compare it; read it before reading the data).
+   */
+  version(collection: string): number {
+    return this.versions.get(collection) ?? 0;
+  }
+
+  /** `get` without a promise, for hot paths: undefined when the collection is not hot or not loaded yet. */
+  peek<T extends Doc = Doc>(collection: string, id: string): T | null | undefined {
+    if (!this.hot.has(collection)) return undefined;
+    const c = this.loaded.get(collection);
+    return c === undefined ? undefined : ((c.get(id) as T | undefined) ?? null);
   }
 
   async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {

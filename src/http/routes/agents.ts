@@ -11,7 +11,7 @@ import { PHONE_RE } from '../../domain/phone.js';
 import type { Context } from '../../context.js';
 import type { AgentDoc } from '../../projections/agents.js';
 import { agentsAsOf, pastInstant } from '../../analytics/queries.js';
-import { agentRecord, agentRecordsJson, findAgent, freeAgents, getAgent, serviceAgents, targetAgent } from '../../queries/agents.js';
+import { agentList, agentListCached, findAgent, freeAgents, targetAgent } from '../../queries/agents.js';
 
 /** Runs an agent command and waits until the read models show it, so the answer reads its own write. */
 export async function runAgentCommand(ctx: Context, agent: Pick<AgentDoc, 'svcId' | 'agentId'>, command: AgentCommand) {
@@ -32,17 +32,14 @@ export const agentRoutes: RouteRegistrar = (app, ctx) => {
       'svc-id': { type: 'integer', min: 1 },
       at: { type: 'epoch', description: 'epoch ms: answer as the agents stood at that instant (CONTRACT section 12)' },
     },
-    handler: async ({ p, user }) => {
+    // Not async: a kept answer goes out in the same turn (src/queries/answer-cache.ts).
+    handler: ({ p, user }) => {
       const svcId = scopeService(user, p['svc-id']);
       if (p.at !== undefined) {
         const at = pastInstant(ctx, p.at);
-        await ctx.analytics.caughtUp();
-        return agentsAsOf(ctx, user, svcId, at);
+        return ctx.analytics.caughtUp().then(() => agentsAsOf(ctx, user, svcId, at));
       }
-      if (user.admin) return agentRecordsJson(await serviceAgents(ctx, svcId));
-      if (user.agentId === null) return [];
-      const own = await getAgent(ctx, svcId, user.agentId);
-      return own ? [agentRecord(own)] : [];
+      return agentListCached(ctx, user, svcId) ?? agentList(ctx, user, svcId);
     },
   });
 

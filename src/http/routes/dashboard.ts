@@ -3,7 +3,7 @@ import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
 import { json, dashboardAnswer, transferDetails } from '../answers.js';
 import { scopeService } from '../scope.js';
-import { dashboard } from '../../queries/dashboard.js';
+import { dashboard, dashboardCached } from '../../queries/dashboard.js';
 import { dashboardAsOf, pastInstant } from '../../analytics/queries.js';
 import { serviceAgents } from '../../queries/agents.js';
 import type { ServiceDoc } from '../../projections/services.js';
@@ -21,12 +21,12 @@ export const dashboardRoutes: RouteRegistrar = (app, ctx) => {
       'svc-id': { type: 'integer', required: true, min: 1 },
       at: { type: 'epoch', description: 'epoch ms: answer as the dashboard stood at that instant (CONTRACT section 12)' },
     },
-    handler: async ({ p, user }) => {
+    // Not async: a kept answer goes out in the same turn (src/queries/answer-cache.ts).
+    handler: ({ p, user }) => {
       const svcId = scopeService(user, p['svc-id'], 'svc-id', true);
-      if (p.at === undefined) return dashboard(ctx, user, svcId);
+      if (p.at === undefined) return dashboardCached(ctx, user, svcId) ?? dashboard(ctx, user, svcId);
       const at = pastInstant(ctx, p.at);
-      await ctx.analytics.caughtUp();
-      return dashboardAsOf(ctx, user, svcId, at);
+      return ctx.analytics.caughtUp().then(() => dashboardAsOf(ctx, user, svcId, at));
     },
   });
 

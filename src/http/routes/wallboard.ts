@@ -45,15 +45,16 @@ export const wallboardRoutes: RouteRegistrar = (app, ctx) => {
   const dir = assetDir();
   if (!dir) ctx.logger.warn('public/wallboard not found: GET /wallboard answers 404');
   const files = new Map(dir ? Object.entries(ASSETS).map(([name, type]) => [name, { type, body: readFileSync(path.join(dir, name)) }]) : []);
-  const send = (reply: FastifyReply, name: string) => {
+  // Headers before the body: the hooks after send are synchronous, so nothing set after it is sent.
+  const send = (reply: FastifyReply, name: string, headers: Record<string, string> = {}) => {
     const f = files.get(name);
     if (!f) throw notFound('the wallboard is not installed with this build (public/wallboard is missing)');
-    return reply.type(f.type).header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff').send(f.body);
+    return reply.type(f.type).header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff').headers(headers).send(f.body);
   };
 
   app.get('/wallboard', { schema: { hide: true }, preValidation: app.basicAuth }, async (req, reply) => {
     adminService(req);
-    return send(reply, 'index.html').header('content-security-policy', CSP).header('referrer-policy', 'no-referrer');
+    return send(reply, 'index.html', { 'content-security-policy': CSP, 'referrer-policy': 'no-referrer' });
   });
   // Script and style hold no data: no credentials needed.
   app.get('/wallboard/wallboard.css', { schema: { hide: true } }, async (_req, reply) => send(reply, 'wallboard.css'));

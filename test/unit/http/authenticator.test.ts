@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteReadStore } from '../../../src/gateways/read-store/sqlite.js';
 import { Authenticator } from '../../../src/http/auth/authenticator.js';
+import { HotReadStore } from '../../../src/gateways/read-store/hot.js';
 import { hashPassword, verifyPassword } from '../../../src/domain/password.js';
 
 describe('Authenticator', () => {
@@ -48,5 +49,31 @@ describe('Authenticator', () => {
     expect(await cost('asha', 'wrong-password')).toEqual({ ok: false, verifications: 1 });
     expect(await cost('asha', 'right-password')).toEqual({ ok: true, verifications: 1 });
     expect(calls.every((c) => c === 'scrypt')).toBe(true);
+  });
+
+  it('with hot read models a remembered credential is checked in memory, until the password changes', async () => {
+    const hot = new HotReadStore(reads, new Set(['users', 'usernames']));
+    const auth = new Authenticator(hot);
+    expect(auth.cached('asha', 'right-password')).toBeUndefined(); // never verified (and nothing loaded)
+    const user = await auth.authenticate('asha', 'right-password');
+    expect(user).toMatchObject({ id: 7, username: 'asha', agentId: 1001, services: [101] });
+    expect(auth.cached('asha', 'right-password')).toBe(user);
+    expect(auth.cached('asha', 'wrong-password')).toBeUndefined();
+    // A connection's header verified on it passes by comparison, while the user's documents stand.
+    const conn = {};
+    const header = `Basic ${Buffer.from('asha:right-password').toString('base64')}`;
+    expect(auth.forConnection(conn, header)).toBeUndefined();
+    expect(auth.cached('asha', 'right-password', { connection: conn, header })).toBe(user);
+    expect(auth.forConnection(conn, header)).toBe(user);
+    expect(auth.forConnection(conn, `Basic ${Buffer.from('asha:wrong-password').toString('base64')}`)).toBeUndefined();
+    expect(auth.forConnection({}, header)).toBeUndefined();
+    expect(auth.cached('nobody', 'right-password')).toBeUndefined();
+    const stored = (await hot.get<Record<string, unknown>>('users', '7'))!;
+    await hot.commit([{ collection: 'users', id: '7', doc: { ...stored, passwordHash: await hashPassword('new-password') } }], {});
+    expect(auth.cached('asha', 'right-password')).toBeUndefined();
+    expect(auth.forConnection(conn, header)).toBeUndefined();
+    expect(await auth.authenticate('asha', 'right-password')).toBeNull();
+    await hot.commit([{ collection: 'users', id: '7', doc: { ...stored, active: false } }], {});
+    expect(auth.cached('asha', 'right-password')).toBeUndefined();
   });
 });
