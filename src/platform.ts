@@ -210,6 +210,8 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
         openWorkerLease(config),
         {
           async start() {
+            // A worker killed before us held its running jobs' claims; only this process runs jobs now.
+            await ctx.queue.takeOverRunning?.();
             await callFlow!.start();
             followers.push(await startSmsSender(ctx));
             followers.push(await startScheduledCalls(ctx));

@@ -188,6 +188,13 @@ export class EmbeddedJobQueue implements JobQueue {
     return [plan(this.stmts.due, 'q', 0, 1), plan(this.stmts.lapsed, 'q', 0, 1), plan(this.stmts.nextRun, 'q'), plan(this.stmts.nextLapse, 'q')];
   }
 
+  async takeOverRunning(): Promise<void> {
+    if (this.closed) return;
+    // Lapsed at once: taken again as any lapsed lease is (a lost update only waits for the lapse).
+    this.db.prepare(`UPDATE jobs SET locked_until = 0 WHERE state = 'active' AND lock_token IS NOT ?`).run(this.token);
+    for (const worker of this.workers.values()) this.kick(worker, 0);
+  }
+
   /**
    * Test aid: behaves like a crash. Stops at once without finishing or releasing running jobs; their
    * handlers' outcomes are ignored and their leases lapse, so another instance takes them again.

@@ -85,6 +85,13 @@ export interface JobQueue {
    * Absent: the queue is always reachable (embedded).
    */
   ready?(): Promise<void>;
+  /**
+   * Called by a process that has just become the one worker (it holds the worker lease): jobs still
+   * running under another process's claim are that process's orphans (it died, or lost the lease and
+   * stops), so they run again now rather than when their lease lapses. Absent: the queue's server
+   * finds stalled jobs itself (BullMQ).
+   */
+  takeOverRunning?(): Promise<void>;
 }
 
 /** Thrown by a handler: the job fails now, without the remaining retries. */
