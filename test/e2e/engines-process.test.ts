@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { dropRedisKeys } from '../support/redis-keys.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { KurrentDbDouble } from '../support/kurrentdb-double.js';
 import { MongoDouble } from '../support/mongo-double/server.js';
@@ -75,14 +76,7 @@ describe.skipIf(!redisUrl)('npm start with EVENTSTORE_URL, MONGODB_URL and REDIS
     await mongo?.stop();
     build?.remove();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
-    const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
-    await redis.quit();
+    await dropRedisKeys(redisUrl, `${prefix}:*`);
   }, 60_000);
 
   it('provisions, runs a call to its end with its webhook, and answers the same after a restart on a fresh DATA_DIR', async () => {

@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { dropRedisKeys } from '../support/redis-keys.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
 import { LEG_EVENT_TYPES } from '../../src/domain/call-events.js';
@@ -100,14 +101,7 @@ describe.skipIf(!redisUrl)('roles as separate processes on one DATA_DIR and Redi
     await rx?.close();
     build?.remove();
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-    const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
-    await redis.quit();
+    await dropRedisKeys(redisUrl, `${prefix}*`);
   }, 60_000);
 
   it('every role answers its health check; a write on api#1 is read on api#2 at once', async () => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { Redis } from 'ioredis';
+import { dropRedisKeys } from '../support/redis-keys.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../../src/config.js';
@@ -43,14 +43,7 @@ describe.skipIf(!redisUrl)('webhooks on BullMQ', () => {
     await platform?.stop();
     await rx.close();
     rmSync(dataDir, { recursive: true, force: true });
-    const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
-    await redis.quit();
+    await dropRedisKeys(redisUrl, `${prefix}*`);
   });
 
   it('delivers a signed webhook, retrying once', async () => {

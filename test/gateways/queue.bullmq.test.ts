@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { dropRedisKeys } from '../support/redis-keys.js';
 import { afterAll, describe, inject, it } from 'vitest';
 import { BullmqJobQueue } from '../../src/gateways/queue/bullmq.js';
 import { jobQueueContract } from './queue.contract.js';
@@ -9,14 +9,7 @@ const run = `cttest-${process.pid}-${Date.now().toString(36)}`;
 
 if (url === null) describe.skip('BullMQ (Redis): no Redis answers', () => it('needs Redis', () => {}));
 else afterAll(async () => {
-  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${run}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
-  await redis.quit();
+  await dropRedisKeys(url, `${run}*`);
 });
 
 if (url !== null) jobQueueContract('BullMQ (Redis)', {

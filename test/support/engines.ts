@@ -15,7 +15,7 @@
  * for a fault. Real servers are exercised by `npm run test:engines` (the port contract suites).
  */
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { dropRedisKeys } from './redis-keys.js';
 import { KurrentDbDouble } from './kurrentdb-double.js';
 import { MongoDouble } from './mongo-double/server.js';
 
@@ -66,25 +66,11 @@ export async function enginesFor(dataDir: string, options: { redis?: boolean } =
       byDataDir.delete(dataDir);
       await kurrent.stop();
       await mongo.stop();
-      if (redisUrl && redisPrefix) await dropPrefix(redisUrl, redisPrefix);
+      if (redisUrl && redisPrefix) await dropRedisKeys(redisUrl, `${redisPrefix}:*`);
     },
   };
   byDataDir.set(dataDir, engines);
   return engines;
-}
-
-async function dropPrefix(url: string, prefix: string) {
-  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
 }
 
 /** The environment that points a child process on `dataDir` at the same engines (empty without E2E_ENGINES). */
