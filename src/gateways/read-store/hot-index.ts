@@ -8,7 +8,7 @@
  * matches a missing field. A document whose field holds anything else (an object, NaN) matches no
  * scalar and is left out of the index.
  */
-import type { Doc, Scalar } from './port.js';
+import type { Doc, FindOptions, Scalar } from './port.js';
 
 /** Indexes kept per collection: the code asks a handful of shapes of question. */
 const MAX_INDEXES = 32;
@@ -31,14 +31,14 @@ function part(v: unknown): string | undefined {
 /** The bucket key of values, or undefined when one of them can equal no scalar. */
 function keyOf(values: unknown[]): string | undefined {
   if (values.length === 1) return part(values[0]);
-  const parts: string[] = [];
+  let key = '';
   for (const v of values) {
     const p = part(v);
     if (p === undefined) return undefined;
-    parts.push(p);
+    // Length-prefixed: a string value holding a separator cannot fake another combination.
+    key += `${p.length}:${p}`;
   }
-  // JSON: a string value holding the separator cannot fake another combination.
-  return JSON.stringify(parts);
+  return key;
 }
 
 class FieldIndex {
@@ -46,23 +46,22 @@ class FieldIndex {
 
   constructor(private readonly fields: string[]) {}
 
-  private key(doc: Doc): string | undefined {
-    return keyOf(this.fields.map((f) => doc[f]));
+  private key(doc: Doc | null | undefined): string | undefined {
+    return doc ? keyOf(this.fields.map((f) => doc[f])) : undefined;
   }
 
-  add(id: string, doc: Doc) {
-    const k = this.key(doc);
-    if (k === undefined) return;
-    let b = this.buckets.get(k);
-    if (!b) this.buckets.set(k, (b = new Map()));
-    b.set(id, doc);
-  }
-
-  remove(id: string, doc: Doc) {
-    const k = this.key(doc);
-    if (k === undefined) return;
-    const b = this.buckets.get(k);
-    if (b?.delete(id) && b.size === 0) this.buckets.delete(k);
+  /** `before` replaced by `after` (either may be absent). */
+  written(id: string, before: Doc | undefined, after: Doc | null) {
+    const was = this.key(before);
+    const is = this.key(after);
+    if (was !== undefined && was !== is) {
+      const b = this.buckets.get(was);
+      if (b?.delete(id) && b.size === 0) this.buckets.delete(was);
+    }
+    if (is === undefined) return;
+    let b = this.buckets.get(is);
+    if (!b) this.buckets.set(is, (b = new Map()));
+    b.set(id, after!);
   }
 
   lookup(where: Record<string, Scalar>): ReadonlyMap<string, Doc> | undefined {
@@ -75,9 +74,11 @@ class FieldIndex {
 export class CollectionIndexes {
   private readonly byFields = new Map<string, FieldIndex>();
 
-  /** The documents matching `where` (by id, unordered), from the index on its fields (built on first use). */
-  matching(docs: ReadonlyMap<string, Doc>, where: Record<string, Scalar>): Iterable<[string, Doc]> {
-    const fields = Object.keys(where).sort();
+  /**
+   * The documents matching `where` (by id, unordered), from the index on its fields (built on first
+   * use). `fields`: the keys of `where`, sorted.
+   */
+  matching(docs: ReadonlyMap<string, Doc>, where: Record<string, Scalar>, fields: string[]): Iterable<[string, Doc]> {
     if (fields.length === 0) return docs;
     const name = fields.join('\u0000');
     let index = this.byFields.get(name);
@@ -85,7 +86,7 @@ export class CollectionIndexes {
       // Past the bound (a caller building questions from input): start over rather than grow.
       if (this.byFields.size >= MAX_INDEXES) this.byFields.clear();
       index = new FieldIndex(fields);
-      for (const [id, doc] of docs) index.add(id, doc);
+      for (const [id, doc] of docs) index.written(id, undefined, doc);
       this.byFields.set(name, index);
     }
     return index.lookup(where) ?? [];
@@ -93,15 +94,16 @@ export class CollectionIndexes {
 
   /** Keeps every index current with a write: `before` is the document the write replaced, if any. */
   written(id: string, before: Doc | undefined, after: Doc | null) {
-    for (const index of this.byFields.values()) {
-      if (before !== undefined) index.remove(id, before);
-      if (after !== null) index.add(id, after);
-    }
+    for (const index of this.byFields.values()) index.written(id, before, after);
   }
 }
 
-/** The key of a `find` question: its values typed as the indexes see them (null and missing alike). */
-export function questionKey(where: Record<string, Scalar>, options: object): string {
-  const fields = Object.keys(where).sort();
-  return `${JSON.stringify(fields.map((f) => [f, part(where[f]) ?? null]))}\u0000${JSON.stringify(options)}`;
+/** The key of a `find` question (`fields`: the keys of `where`, sorted): its values typed as the indexes see them. */
+export function questionKey(where: Record<string, Scalar>, fields: string[], options: FindOptions): string {
+  let key = options.orderBy || options.limit !== undefined ? JSON.stringify(options) : '';
+  for (const f of fields) {
+    const p = part(where[f]) ?? '!'; // '!': a value no document matches
+    key += `|${f.length}:${f}${p.length}:${p}`;
+  }
+  return key;
 }

@@ -110,7 +110,9 @@ export class HotReadStore implements ReadStore {
   async find<T extends Doc = Doc>(collection: string, where: Record<string, Scalar> = {}, options: FindOptions = {}): Promise<T[]> {
     if (!this.hot.has(collection)) return this.inner.find<T>(collection, where, options);
     const c = this.loaded.get(collection) ?? (await this.collection(collection));
-    const key = questionKey(where, options);
+    const fields = Object.keys(where);
+    if (fields.length > 1) fields.sort();
+    const key = questionKey(where, fields, options);
     let answers = this.found.get(collection);
     const known = answers?.get(key);
     // A copy: callers may sort or cut the array they get.
@@ -118,7 +120,7 @@ export class HotReadStore implements ReadStore {
     let indexes = this.indexes.get(collection);
     if (!indexes) this.indexes.set(collection, (indexes = new CollectionIndexes()));
     const out: { id: string; doc: Doc }[] = [];
-    for (const [id, doc] of indexes.matching(c, where)) out.push({ id, doc });
+    for (const [id, doc] of indexes.matching(c, where, fields)) out.push({ id, doc });
     const order = options.orderBy;
     // The SQLite adapter's order: by id, or by the field (NULL < numbers < text) then id.
     if (order) {
