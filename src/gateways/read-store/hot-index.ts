@@ -28,12 +28,12 @@ function part(v: unknown): string | undefined {
   }
 }
 
-/** The bucket key of values, or undefined when one of them can equal no scalar. */
-function keyOf(values: unknown[]): string | undefined {
-  if (values.length === 1) return part(values[0]);
+/** The bucket key of the values of `fields` in `source`, or undefined when one of them can equal no scalar. */
+function keyOf(source: Record<string, unknown>, fields: string[]): string | undefined {
+  if (fields.length === 1) return part(source[fields[0]!]);
   let key = '';
-  for (const v of values) {
-    const p = part(v);
+  for (const f of fields) {
+    const p = part(source[f]);
     if (p === undefined) return undefined;
     // Length-prefixed: a string value holding a separator cannot fake another combination.
     key += `${p.length}:${p}`;
@@ -47,7 +47,7 @@ class FieldIndex {
   constructor(private readonly fields: string[]) {}
 
   private key(doc: Doc | null | undefined): string | undefined {
-    return doc ? keyOf(this.fields.map((f) => doc[f])) : undefined;
+    return doc ? keyOf(doc, this.fields) : undefined;
   }
 
   /** `before` replaced by `after` (either may be absent). */
@@ -65,7 +65,7 @@ class FieldIndex {
   }
 
   lookup(where: Record<string, Scalar>): ReadonlyMap<string, Doc> | undefined {
-    const k = keyOf(this.fields.map((f) => where[f]));
+    const k = keyOf(where, this.fields);
     return k === undefined ? undefined : this.buckets.get(k);
   }
 }
