@@ -103,6 +103,8 @@ export const emptyWrite = (position: number): AnalyticsWrite => ({
 export class AnalyticsStore {
   readonly db: Database.Database;
   private readonly s;
+  /** Made once: a transaction wrapper per write showed in profiles (one write per projector batch). */
+  private readonly writeTx: (w: AnalyticsWrite) => void;
 
   constructor(readonly file: string) {
     this.db = openSqlite(file, 'NORMAL');
@@ -177,6 +179,7 @@ export class AnalyticsStore {
         'SELECT s.svc_id, s.state FROM timeline_snapshots s JOIN (SELECT svc_id, MAX(position) p FROM timeline_snapshots GROUP BY svc_id) l ON s.svc_id = l.svc_id AND s.position = l.p',
       ),
     };
+    this.writeTx = db.transaction((w: AnalyticsWrite) => this.writeRows(w));
   }
 
   checkpoint(): number {
@@ -185,24 +188,26 @@ export class AnalyticsStore {
 
   /** Writes one flush and the new checkpoint atomically. */
   write(w: AnalyticsWrite): void {
+    this.writeTx(w);
+  }
+
+  private writeRows(w: AnalyticsWrite): void {
     const s = this.s;
-    this.db.transaction(() => {
-      const stored = this.checkpoint();
-      if (stored !== w.from) throw new CheckpointMovedError(w.from, stored);
-      for (const c of w.calls) s.insertCall.run(c.svcId, c.startTime, c.xnid, c.row);
-      for (const { svcId, agentId, dayStart, d } of w.agentDays.values()) {
-        s.addAgentDay.run(svcId, agentId, dayStart, d.offered, d.answered, d.talkMs, d.loginMs, d.breakMs[1], d.breakMs[2], d.breakMs[3], d.breakMs[4], d.breakMs[5], d.breakMs[6]);
-      }
-      for (const { svcId, hourStart, d } of w.serviceHours.values()) {
-        s.addServiceHour.run(svcId, hourStart, d.inbound, d.outbound, d.answered, d.missed, d.abandoned, d.entered, d.waited, d.waitMs);
-        for (const [sec, n] of d.waits) s.addWait.run(svcId, hourStart, sec, n);
-      }
-      for (const o of w.agentOpen.values()) s.setOpen.run(o.svcId, o.agentId, o.timezone, o.loginSince, o.breakCode, o.breakSince);
-      for (const [xnid, state] of w.openCalls) state === null ? s.delOpenCall.run(xnid) : s.setOpenCall.run(xnid, JSON.stringify(state));
-      for (const b of w.boundaries) s.insertBoundary.run(b.position, b.time);
-      for (const t of w.snapshots) s.insertSnapshot.run(t.svcId, t.position, t.state);
-      s.setMeta.run('checkpoint', String(w.position));
-    })();
+    const stored = this.checkpoint();
+    if (stored !== w.from) throw new CheckpointMovedError(w.from, stored);
+    for (const c of w.calls) s.insertCall.run(c.svcId, c.startTime, c.xnid, c.row);
+    for (const { svcId, agentId, dayStart, d } of w.agentDays.values()) {
+      s.addAgentDay.run(svcId, agentId, dayStart, d.offered, d.answered, d.talkMs, d.loginMs, d.breakMs[1], d.breakMs[2], d.breakMs[3], d.breakMs[4], d.breakMs[5], d.breakMs[6]);
+    }
+    for (const { svcId, hourStart, d } of w.serviceHours.values()) {
+      s.addServiceHour.run(svcId, hourStart, d.inbound, d.outbound, d.answered, d.missed, d.abandoned, d.entered, d.waited, d.waitMs);
+      for (const [sec, n] of d.waits) s.addWait.run(svcId, hourStart, sec, n);
+    }
+    for (const o of w.agentOpen.values()) s.setOpen.run(o.svcId, o.agentId, o.timezone, o.loginSince, o.breakCode, o.breakSince);
+    for (const [xnid, state] of w.openCalls) state === null ? s.delOpenCall.run(xnid) : s.setOpenCall.run(xnid, JSON.stringify(state));
+    for (const b of w.boundaries) s.insertBoundary.run(b.position, b.time);
+    for (const t of w.snapshots) s.insertSnapshot.run(t.svcId, t.position, t.state);
+    s.setMeta.run('checkpoint', String(w.position));
   }
 
   /**

@@ -205,3 +205,40 @@ describe('SqliteEventStore tail: nothing newer, unless another process appended'
     for (const s of [a, b]) await s.close();
   });
 });
+
+describe('SqliteEventStore stream heads kept in memory', () => {
+  it("checks an append against another process's later append to the stream, though it knows the stream's head", async () => {
+    const file = path.join(dir, 'heads-foreign.db');
+    const a = new SqliteEventStore(file);
+    const b = new SqliteEventStore(file);
+    await a.appendToStream('s', [{ type: 'A1', data: {} }], { expectedRevision: 'no_stream' });
+    await a.appendToStream('s', [{ type: 'A2', data: {} }], { expectedRevision: 0 }); // a now knows the head: 1
+    await b.appendToStream('s', [{ type: 'B1', data: {} }], { expectedRevision: 1 });
+    await expect(a.appendToStream('s', [{ type: 'A3', data: {} }], { expectedRevision: 1 })).rejects.toMatchObject({ name: 'WrongExpectedRevisionError', actual: 2 });
+    // A stream a knew as absent, created by b meanwhile.
+    await expect(a.appendToStream('t', [{ type: 'A', data: {} }], { expectedRevision: 0 })).rejects.toMatchObject({ actual: -1 });
+    await b.appendToStream('t', [{ type: 'B', data: {} }], { expectedRevision: 'no_stream' });
+    await expect(a.appendToStream('t', [{ type: 'A', data: {} }], { expectedRevision: 'no_stream' })).rejects.toMatchObject({ actual: 0 });
+    const r = await a.appendToStream('s', [{ type: 'A3', data: {} }], { expectedRevision: 2 });
+    expect(r).toEqual({ nextExpectedRevision: 3, position: 5 });
+    expect((await b.readStream('s')).map((e) => [e.type, e.revision])).toEqual([['A1', 0], ['A2', 1], ['B1', 2], ['A3', 3]]);
+    for (const s of [a, b]) await s.close();
+  });
+
+  it('keeps no head of an append that was rolled back', async () => {
+    const store = new SqliteEventStore(path.join(dir, 'heads-rollback.db'));
+    await store.appendToStream('b', [{ type: 'B0', data: {} }], { expectedRevision: 'no_stream' });
+    const [dup, ok] = await Promise.allSettled([
+      // Inserts its first event, then fails on the repeated id: its rollback must not leave revision 2 known.
+      store.appendToStream('b', [
+        { type: 'B1', data: {}, id: 'same' },
+        { type: 'B2', data: {}, id: 'same' },
+      ]),
+      store.appendToStream('c', [{ type: 'C', data: {} }], { expectedRevision: 'no_stream' }),
+    ]);
+    expect([dup.status, ok.status]).toEqual(['rejected', 'fulfilled']);
+    await expect(store.appendToStream('b', [{ type: 'B1', data: {} }], { expectedRevision: 1 })).rejects.toMatchObject({ actual: 0 });
+    expect(await store.appendToStream('b', [{ type: 'B1', data: {} }], { expectedRevision: 0 })).toMatchObject({ nextExpectedRevision: 1 });
+    await store.close();
+  });
+});

@@ -35,6 +35,47 @@ describe('HotReadStore', () => {
     await store.close();
   });
 
+  it('find answers from indexes kept current by every write: a changed field moves a document, a delete drops it', async () => {
+    const store = new HotReadStore(new SqliteReadStore(':memory:'), new Set(['agents']));
+    const doc = (svc: number, number: string | null, exists = true) => ({ svc, number, exists });
+    await store.commit([{ collection: 'agents', id: 'a1', doc: doc(1, '100') }, { collection: 'agents', id: 'a2', doc: doc(1, '200') }, { collection: 'agents', id: 'a3', doc: doc(2, '100') }], {});
+    const ids = async (where: Record<string, string | number | boolean | null>) => (await store.find<{ svc: number; number: string }>('agents', where)).map((d) => `${d.svc}:${d.number}`);
+    expect(await ids({ svc: 1, exists: true, number: '100' })).toEqual(['1:100']); // builds the index on these fields
+    expect(await ids({ svc: 1, exists: true })).toEqual(['1:100', '1:200']);
+    await store.commit([{ collection: 'agents', id: 'a1', doc: doc(1, '300') }, { collection: 'agents', id: 'a2', doc: null }], {});
+    expect(await ids({ svc: 1, exists: true, number: '100' })).toEqual([]);
+    expect(await ids({ svc: 1, exists: true, number: '300' })).toEqual(['1:300']);
+    expect(await ids({ svc: 1, exists: true })).toEqual(['1:300']);
+    await store.commit([{ collection: 'agents', id: 'a2', doc: doc(1, '100', false) }, { collection: 'agents', id: 'a4', doc: { svc: 1, exists: true } }], {});
+    expect(await ids({ svc: 1, exists: true, number: '100' })).toEqual([]);
+    expect(await ids({ svc: 1, exists: false, number: '100' })).toEqual(['1:100']);
+    // null matches a null field and a missing one; types stay apart (1 is not '1', true is not 1).
+    expect(await ids({ svc: 1, number: null })).toEqual(['1:undefined']);
+    await store.commit([{ collection: 'agents', id: 'a5', doc: doc(1, null) }], {});
+    expect(await ids({ svc: 1, number: null })).toEqual(['1:undefined', '1:null']);
+    expect(await ids({ svc: '1', number: '300' })).toEqual([]);
+    expect(await ids({ svc: 1, exists: 1 })).toEqual([]);
+    expect(await ids({ svc: 1, exists: Number.NaN })).toEqual([]);
+    await store.close();
+  });
+
+  it('find keeps values with separators apart and leaves out documents whose field holds no scalar', async () => {
+    const store = new HotReadStore(new SqliteReadStore(':memory:'), new Set(['c']));
+    await store.commit(
+      [
+        { collection: 'c', id: 'x', doc: { a: 'p","sq', b: 'r' } },
+        { collection: 'c', id: 'y', doc: { a: 'p', b: 'q","sr' } },
+        { collection: 'c', id: 'z', doc: { a: { nested: 1 }, b: 'r' } },
+      ],
+      {},
+    );
+    expect((await store.find<{ b: string }>('c', { a: 'p","sq', b: 'r' })).map((d) => d.b)).toEqual(['r']);
+    expect((await store.find<{ b: string }>('c', { a: 'p', b: 'q","sr' })).map((d) => d.b)).toEqual(['q","sr']);
+    expect(await store.find('c', { b: 'r' })).toHaveLength(2);
+    expect(await store.find('c', { a: null })).toEqual([]);
+    await store.close();
+  });
+
   it('counts writes per hot collection and answers peek from memory once loaded', async () => {
     const inner = new SqliteReadStore(':memory:');
     const store = new HotReadStore(inner, new Set(['agents', 'users']));

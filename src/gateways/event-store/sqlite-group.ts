@@ -51,6 +51,9 @@ interface Planned {
   position: number;
 }
 
+/** Stream heads kept in memory (see GroupWriter.heads); past it they are forgotten and read again. */
+const MAX_HEADS = 50_000;
+
 /** Thrown inside the fast path once a command has inserted and then failed: redo with savepoints. */
 const NEEDS_SAVEPOINTS = Symbol('needs savepoints');
 
@@ -60,6 +63,17 @@ export class GroupWriter {
   private readonly stmts;
   private readonly groupTx: (run: () => void) => void;
   private readonly savepoint: (appends: StreamAppend[]) => AppendResult[];
+  /**
+   * The head (last revision and position; -1 and 0: no stream) of streams this writer read or wrote,
+   * as of its last commit: an append checks its expected revision against it without a query. True
+   * only while no other connection wrote the file (another process on the same DATA_DIR, a tool): each
+   * group compares SQLite's data_version, which moves only on other connections' commits, once it holds
+   * the write lock, and forgets every head if it moved.
+   */
+  private readonly heads = new Map<string, { revision: number; position: number }>();
+  private dataVersion = -1;
+  /** Streams written by the transaction being run: their heads are read from it, not from `heads`. */
+  private readonly touched = new Set<string>();
 
   constructor(
     db: Database.Database,
@@ -71,6 +85,7 @@ export class GroupWriter {
       ),
       insert: db.prepare('INSERT INTO events (id, stream_id, revision, type, data, metadata, time) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       byId: db.prepare<[string], { stream_id: string }>('SELECT stream_id FROM events WHERE id = ?'),
+      dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
     };
     // IMMEDIATE: the write lock is taken (waiting out busy_timeout) before the revisions are read.
     // A deferred transaction that reads first fails at once with "database is locked" when
@@ -98,7 +113,14 @@ export class GroupWriter {
   private run(group: StreamAppend[][], savepoints: boolean): Outcome[] {
     const outcomes: Outcome[] = [];
     this.inserted = [];
+    this.touched.clear();
     this.groupTx(() => {
+      // The write lock is held: no one else commits until this transaction ends.
+      const version = this.stmts.dataVersion.get()!;
+      if (version !== this.dataVersion) {
+        this.heads.clear();
+        this.dataVersion = version;
+      }
       for (const appends of group) {
         const before = this.inserted.length;
         try {
@@ -110,7 +132,22 @@ export class GroupWriter {
         }
       }
     });
+    // Committed: what it stored is now the head of its streams (a refused command stored nothing).
+    if (this.heads.size + this.inserted.length > MAX_HEADS) this.heads.clear();
+    for (const e of this.inserted) this.heads.set(e.streamId, { revision: e.revision, position: e.position });
     return outcomes;
+  }
+
+  /** The stream's last revision and position: from memory, else (and for streams this transaction wrote) from the file. */
+  private streamHead(streamId: string): { revision: number; position: number } {
+    if (!this.touched.has(streamId)) {
+      const known = this.heads.get(streamId);
+      if (known) return known;
+    }
+    const last = this.stmts.streamHead.get(streamId);
+    const head = { revision: last?.revision ?? -1, position: last?.position ?? 0 };
+    if (!this.touched.has(streamId)) this.heads.set(streamId, head);
+    return head;
   }
 
   /** Every check first (a refusal throws before anything is written), then every insert. */
@@ -136,9 +173,7 @@ export class GroupWriter {
 
   /** Reads the stream's head and checks the append against it; writes nothing. */
   private plan({ streamId, events, expectedRevision }: StreamAppend): Planned {
-    const last = this.stmts.streamHead.get(streamId);
-    const revision = last?.revision ?? -1;
-    const position = last?.position ?? 0;
+    const { revision, position } = this.streamHead(streamId);
     // Idempotent retry: events whose ids are already stored (in this stream) are skipped.
     let fresh = events;
     if (events.some((e) => e.id)) {
@@ -156,6 +191,7 @@ export class GroupWriter {
 
   private insert({ streamId, fresh, revision, position }: Planned): AppendResult {
     if (fresh.length === 0) return { nextExpectedRevision: revision, position };
+    this.touched.add(streamId);
     const time = this.clock();
     for (const e of fresh) {
       revision += 1;

@@ -9,6 +9,7 @@
  * are frozen: they are shared, and a caller changing one would change the model.
  */
 import type { Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
+import { CollectionIndexes, questionKey } from './hot-index.js';
 
 type Collection = Map<string, Doc>;
 
@@ -20,8 +21,10 @@ export class HotReadStore implements ReadStore {
   /** Per hot collection, the log position each document was last written at (where the store keeps one). */
   private readonly positions = new Map<string, Map<string, number>>();
   private readonly loading = new Map<string, { promise: Promise<Collection>; writes: DocWrite[] }>();
-  /** Answers of `find` (a scan and a sort) kept until their collection is next written. */
+  /** Answers of `find` (an index lookup and a sort) kept until their collection is next written. */
   private readonly found = new Map<string, Map<string, Doc[]>>();
+  /** Per loaded hot collection, the equality indexes `find` built (see hot-index.ts). */
+  private readonly indexes = new Map<string, CollectionIndexes>();
   /** Per hot collection, how many writes have passed (see `version`). */
   private readonly versions = new Map<string, number>();
 
@@ -68,8 +71,10 @@ export class HotReadStore implements ReadStore {
     this.versions.set(w.collection, (this.versions.get(w.collection) ?? 0) + 1);
     this.found.delete(w.collection);
     const c = this.loaded.get(w.collection);
-    if (c) apply(c, this.positions.get(w.collection)!, w);
-    else this.loading.get(w.collection)?.writes.push(w);
+    if (c) {
+      this.indexes.get(w.collection)?.written(w.id, c.get(w.id), w.doc === null ? null : freeze(w.doc));
+      apply(c, this.positions.get(w.collection)!, w);
+    } else this.loading.get(w.collection)?.writes.push(w);
   }
 
   /**
@@ -105,16 +110,17 @@ export class HotReadStore implements ReadStore {
   async find<T extends Doc = Doc>(collection: string, where: Record<string, Scalar> = {}, options: FindOptions = {}): Promise<T[]> {
     if (!this.hot.has(collection)) return this.inner.find<T>(collection, where, options);
     const c = this.loaded.get(collection) ?? (await this.collection(collection));
-    const key = `${JSON.stringify(where)}\u0000${JSON.stringify(options)}`;
+    const fields = Object.keys(where);
+    if (fields.length > 1) fields.sort();
+    const key = questionKey(where, fields, options);
     let answers = this.found.get(collection);
     const known = answers?.get(key);
     // A copy: callers may sort or cut the array they get.
     if (known) return known.slice() as T[];
-    const fields = Object.entries(where);
+    let indexes = this.indexes.get(collection);
+    if (!indexes) this.indexes.set(collection, (indexes = new CollectionIndexes()));
     const out: { id: string; doc: Doc }[] = [];
-    for (const [id, doc] of c) {
-      if (fields.every(([f, v]) => matches(doc[f], v))) out.push({ id, doc });
-    }
+    for (const [id, doc] of indexes.matching(c, where, fields)) out.push({ id, doc });
     const order = options.orderBy;
     // The SQLite adapter's order: by id, or by the field (NULL < numbers < text) then id.
     if (order) {
@@ -166,11 +172,6 @@ function apply(c: Collection, positions: Map<string, number>, w: DocWrite) {
   if (w.doc === null) c.delete(w.id);
   else c.set(w.id, freeze(w.doc));
   if (w.position !== undefined) positions.set(w.id, w.position);
-}
-
-function matches(value: unknown, wanted: Scalar): boolean {
-  if (wanted === null) return value === null || value === undefined;
-  return value === wanted;
 }
 
 const rank = (v: unknown) => (v === null || v === undefined ? 0 : typeof v === 'number' || typeof v === 'boolean' ? 1 : typeof v === 'string' ? 2 : 3);
