@@ -152,4 +152,19 @@ describe('HotReadStore', () => {
     expect((await store.getVersioned('x', '2')).position).toBe(3);
     await store.close();
   });
+
+  it('a document absent from a hot model is absent without a query when the store keeps no tombstones; otherwise the store answers', async () => {
+    const inner = new SqliteReadStore(':memory:');
+    const store = new HotReadStore(inner, new Set(['in-ivr']));
+    expect(await store.get('in-ivr', 'c2')).toBeNull(); // loaded
+    await store.commit([{ collection: 'in-ivr', id: 'c1', doc: { n: 1 }, position: 3 }], {});
+    await store.commit([{ collection: 'in-ivr', id: 'c1', doc: null, position: 5 }], {});
+    await inner.commit([{ collection: 'in-ivr', id: 'c2', doc: { bypassed: true } }], {});
+    expect(await store.getVersioned('in-ivr', 'c1')).toEqual({ doc: null, position: 5 });
+    expect(await store.getVersioned('in-ivr', 'c2')).toEqual({ doc: null, position: 0 }); // memory: no query ran
+    // A store that may hold tombstones (MongoDB) is asked.
+    const tombstones = new HotReadStore(Object.assign(Object.create(inner) as SqliteReadStore, { atomicCommits: false }), new Set(['in-ivr']));
+    expect(await tombstones.getVersioned('in-ivr', 'c2')).toEqual({ doc: { bypassed: true }, position: 0 });
+    await store.close();
+  });
 });

@@ -105,12 +105,16 @@ export class HotReadStore implements ReadStore {
     return (c.get(id) as T | undefined) ?? null;
   }
 
-  /** A document in memory answers with its remembered position; a miss asks the store (it may hold a tombstone). */
+  /**
+   * A document in memory answers with its remembered position; a miss asks the store (it may hold a
+   * tombstone), unless the store keeps none (atomic commits): then it is absent, as every live
+   * document of the collection is in memory (each call's end asks two hot models about its id).
+   */
   async getVersioned<T extends Doc = Doc>(collection: string, id: string): Promise<Versioned<T>> {
     if (!this.hot.has(collection)) return (this.written.get(writtenKey(collection, id)) as Versioned<T> | undefined) ?? this.inner.getVersioned<T>(collection, id);
     const c = this.loaded.get(collection) ?? (await this.collection(collection));
     const doc = c.get(id) as T | undefined;
-    if (doc === undefined) return this.inner.getVersioned<T>(collection, id);
+    if (doc === undefined) return this.inner.atomicCommits ? { doc: null, position: this.positions.get(collection)?.get(id) ?? 0 } : this.inner.getVersioned<T>(collection, id);
     return { doc, position: this.positions.get(collection)?.get(id) ?? 0 };
   }
 
