@@ -40,7 +40,9 @@ export interface DeliveryAttemptedData {
 }
 
 export type DeliveryRequested = DomainEvent<'DeliveryRequested', DeliveryRequestedData>;
+/** An attempt; one without an error (a 2xx) delivers the delivery. */
 export type DeliveryAttempted = DomainEvent<'DeliveryAttempted', DeliveryAttemptedData>;
+/** Recorded after each successful attempt until the attempt itself said so: only older logs hold it. */
 export type DeliverySucceeded = DomainEvent<'DeliverySucceeded', { deliveryId: string; round: number; at: number }>;
 export type DeliveryFailed = DomainEvent<'DeliveryFailed', { deliveryId: string; round: number; at: number; error: string }>;
 export type DeliveryRedeliveryRequested = DomainEvent<'DeliveryRedeliveryRequested', { deliveryId: string; round: number; at: number }>;
@@ -70,7 +72,7 @@ export function evolveDelivery(state: DeliveryState, event: DeliveryEvent): Deli
     case 'DeliveryRequested':
       return { ...state, request: event.data, status: 'pending' };
     case 'DeliveryAttempted':
-      return { ...state, attempts: state.attempts + 1 };
+      return { ...state, attempts: state.attempts + 1, status: event.data.error === null ? 'delivered' : state.status };
     case 'DeliverySucceeded':
       return { ...state, status: 'delivered' };
     case 'DeliveryFailed':
@@ -129,9 +131,9 @@ export const attemptDecider: Decider<RecordAttemptCommand, DeliveryState, Delive
   decide: (c, state) => {
     if (!state.request || state.status !== 'pending' || state.round !== c.round) return [];
     const deliveryId = state.request.deliveryId;
+    // A successful attempt says it all (one event fewer per delivery: log, projector and every subscription).
     const events: DeliveryEvent[] = [{ type: 'DeliveryAttempted', data: { deliveryId, round: c.round, attempt: c.attempt, at: c.at, statusCode: c.statusCode, error: c.error } }];
-    if (c.error === null) events.push({ type: 'DeliverySucceeded', data: { deliveryId, round: c.round, at: c.at } });
-    else if (c.last) events.push({ type: 'DeliveryFailed', data: { deliveryId, round: c.round, at: c.at, error: c.error } });
+    if (c.error !== null && c.last) events.push({ type: 'DeliveryFailed', data: { deliveryId, round: c.round, at: c.at, error: c.error } });
     return events;
   },
 };
