@@ -1,6 +1,7 @@
 /** Delivery deciders: each attempt recorded once per round, delivered or failed; the operator's redeliver. */
 import { describe, expect, it } from 'vitest';
 import { attemptDecider, deliveryIds, redeliverDecider, type DeliveryEvent, type RecordAttemptCommand } from '../../../src/commands/delivery/delivery.js';
+import { v5 as uuidv5 } from 'uuid';
 import { deciderSpec } from '../../support/decider-spec.js';
 
 const requested: DeliveryEvent = {
@@ -67,6 +68,12 @@ describe('redeliver', () => {
     expect(deliveryIds.webhook('e1')).not.toBe(deliveryIds.webhook('e2'));
     const sub = { svcId: 101, agentId: 0, id: 's' };
     expect(deliveryIds.subscriber('e1', sub)).not.toBe(deliveryIds.subscriber('e1', { ...sub, agentId: 1 }));
+    // The same ids as uuid's v5 in the delivery namespace, as logs written before hold.
+    const ns = '5b0d7d0e-6a34-4c57-9a5e-5d1f5f2b7c11';
+    expect(deliveryIds.webhook('6f1c2a34-0b1d-4c8e-9f00-1a2b3c4d5e6f')).toBe(uuidv5('webhook:6f1c2a34-0b1d-4c8e-9f00-1a2b3c4d5e6f', ns));
+    expect(deliveryIds.requestedEvent('d1')).toBe(uuidv5('requested:d1', ns));
+    for (const id of ['é', '日本', 'a😀b', '']) expect(deliveryIds.subscriber('e1', { ...sub, id })).toBe(uuidv5(`subscriber:e1:101:0:${id}`, ns));
+    expect(() => deliveryIds.subscriber('e1', { ...sub, id: 'x\uD800y' })).toThrow(URIError); // as uuid does
     expect(deliveryIds.job('d1', 0)).toBe('d1');
     expect(deliveryIds.job('d1', 2)).toBe('d1.r2');
   });
