@@ -47,6 +47,11 @@ class QueueWorker {
   active = new Set<Promise<void>>();
   timer: NodeJS.Timeout | null = null;
   scheduled = false;
+  /**
+   * A due job may be waiting in the file for a slot (one was stored waiting, or the last poll filled
+   * every slot it had): until a poll finds fewer due jobs than slots, new jobs queue behind it.
+   */
+  backlog = true;
   constructor(
     readonly name: string,
     readonly handler: JobHandler<unknown>,
@@ -107,6 +112,10 @@ export class EmbeddedJobQueue implements JobQueue {
       insert: this.db.prepare(
         `INSERT INTO jobs (queue, id, payload, state, run_at, backoff, created_at) VALUES (?, ?, ?, 'waiting', ?, ?, ?) ON CONFLICT (queue, id) DO NOTHING`,
       ),
+      // Stored already claimed by this process (see enqueue): as the claim below leaves it.
+      insertClaimed: this.db.prepare(
+        `INSERT INTO jobs (queue, id, payload, state, run_at, attempts, backoff, lock_token, locked_until, created_at) VALUES (?, ?, ?, 'active', ?, 1, ?, ?, ?, ?) ON CONFLICT (queue, id) DO NOTHING`,
+      ),
       get: this.db.prepare<[string, string], Row>('SELECT * FROM jobs WHERE queue = ? AND id = ?'),
       // Each on the (queue, state, run_at) index: finished jobs stay in the table for a week, and a
       // query that read them (an OR across states did: the whole queue, then a sort) cost every poll
@@ -138,10 +147,49 @@ export class EmbeddedJobQueue implements JobQueue {
     checkEnqueue(queue, job);
     if (this.closed) throw new Error('job queue is closed');
     const now = this.now();
+    const runAt = firstRunAt(job, now);
+    const worker = this.workers.get(queue);
+    if (worker && runAt <= now && this.mayClaimAtOnce(worker)) return this.enqueueClaimed(worker, queue, job, now);
     // Enqueues of one turn share a transaction and a sync; a failed write rejects every one of them.
-    const ok = await this.writeSoon(() => this.stmts.insert.run(queue, job.id, JSON.stringify(job.payload ?? null), firstRunAt(job, now), JSON.stringify(job.backoffMs ?? []), now));
+    const ok = await this.writeSoon(() => this.stmts.insert.run(queue, job.id, JSON.stringify(job.payload ?? null), runAt, JSON.stringify(job.backoffMs ?? []), now));
     if (ok !== true) throw ok.err;
-    this.kick(this.workers.get(queue), job.runAt !== undefined || job.delayMs !== undefined ? Math.max(0, firstRunAt(job, now) - now) : 0);
+    if (worker && runAt <= now) worker.backlog = true;
+    this.kick(worker, job.runAt !== undefined || job.delayMs !== undefined ? Math.max(0, runAt - now) : 0);
+  }
+
+  /**
+   * A due job for a queue this process runs, with a slot free and no due job waiting for one: stored
+   * already claimed (state, attempt and lease as a poll's claim leaves them) and run once the write is
+   * synced, without a poll's query and claim transaction. A quarter of the slots stay for the polls
+   * (retries, jobs other processes stored, lapsed leases), so a stream of new jobs cannot starve them.
+   */
+  private mayClaimAtOnce(worker: QueueWorker): boolean {
+    return !worker.backlog && worker.active.size < worker.concurrency - Math.max(1, Math.floor(worker.concurrency / 4));
+  }
+
+  private async enqueueClaimed<P>(worker: QueueWorker, queue: string, job: EnqueueOptions<P>, now: number): Promise<void> {
+    const row: Row = {
+      queue,
+      id: job.id,
+      payload: JSON.stringify(job.payload ?? null),
+      state: 'active',
+      run_at: now,
+      attempts: 0,
+      backoff: JSON.stringify(job.backoffMs ?? []),
+      last_error: null,
+      lock_token: this.token,
+      locked_until: now + this.leaseMs,
+    };
+    let claimed = false;
+    const written = this.writeSoon(() => {
+      claimed = this.stmts.insertClaimed.run(queue, row.id, row.payload, now, row.backoff, this.token, row.locked_until, now).changes > 0;
+    });
+    // The slot is taken now; the handler starts once the job is durable, and only if this insert
+    // stored it (an id that exists is left as it is: dedupe).
+    this.start(worker, row, written.then((ok) => ok === true && claimed));
+    const ok = await written;
+    if (ok !== true) throw ok.err;
+    if (!claimed) this.kick(worker, 0);
   }
 
   process<P>(queue: string, handler: JobHandler<P>, options: ProcessOptions = {}): void {
@@ -255,6 +303,8 @@ export class EmbeddedJobQueue implements JobQueue {
           return rows;
         })();
         if (claimed.length > 0) this.counts.claims++;
+        // Fewer due jobs than slots: none waits any more (until one is stored waiting).
+        worker.backlog = claimed.length >= free;
         for (const row of claimed) this.start(worker, row);
       }
       if (worker.active.size < worker.concurrency) {
@@ -271,12 +321,15 @@ export class EmbeddedJobQueue implements JobQueue {
     }
   }
 
-  private start(worker: QueueWorker, row: Row) {
+  /** Runs a claimed job (`row` as it was before its claim); `go`, when given, says whether to run it after all. */
+  private start(worker: QueueWorker, row: Row, go?: Promise<boolean>) {
     const attempt = row.attempts + 1;
     const backoff = JSON.parse(row.backoff) as number[];
     const ids = this.running.get(worker.name)!;
-    ids.add(row.id);
     const run = (async () => {
+      // Its lease outlasts the write; renewed from when it runs (a run of the same id may be renewed now).
+      if (go && !(await go)) return;
+      ids.add(row.id);
       let outcome: { ok: true } | { ok: false; err: unknown };
       try {
         await worker.handler({ queue: row.queue, id: row.id, payload: JSON.parse(row.payload), attempt, maxAttempts: backoff.length + 1 });
