@@ -326,10 +326,15 @@ export class EmbeddedJobQueue implements JobQueue {
     const attempt = row.attempts + 1;
     const backoff = JSON.parse(row.backoff) as number[];
     const ids = this.running.get(worker.name)!;
+    // Renewed from now (a renewal finds no row until the write stores it). A job not stored after all
+    // (its id exists) gives back only a renewal it added: a run of that id here keeps its own.
+    const renewing = !ids.has(row.id);
+    ids.add(row.id);
     const run = (async () => {
-      // Its lease outlasts the write; renewed from when it runs (a run of the same id may be renewed now).
-      if (go && !(await go)) return;
-      ids.add(row.id);
+      if (go && !(await go)) {
+        if (renewing) ids.delete(row.id);
+        return;
+      }
       let outcome: { ok: true } | { ok: false; err: unknown };
       try {
         await worker.handler({ queue: row.queue, id: row.id, payload: JSON.parse(row.payload), attempt, maxAttempts: backoff.length + 1 });
