@@ -52,6 +52,12 @@ class QueueWorker {
    * every slot it had): until a poll finds fewer due jobs than slots, new jobs queue behind it.
    */
   backlog = true;
+  /**
+   * When a poll next looks for lapsed leases. That query reads every running job of the queue (the
+   * lease's end is not in the index), so it runs once per poll interval, not on every poll a job's end
+   * or enqueue makes: a lease that lapsed (its process died) waits at most that much longer.
+   */
+  lapseCheckAt = 0;
   constructor(
     readonly name: string,
     readonly handler: JobHandler<unknown>,
@@ -240,7 +246,10 @@ export class EmbeddedJobQueue implements JobQueue {
     if (this.closed) return;
     // Lapsed at once: taken again as any lapsed lease is (a lost update only waits for the lapse).
     this.db.prepare(`UPDATE jobs SET locked_until = 0 WHERE state = 'active' AND lock_token IS NOT ?`).run(this.token);
-    for (const worker of this.workers.values()) this.kick(worker, 0);
+    for (const worker of this.workers.values()) {
+      worker.lapseCheckAt = 0;
+      this.kick(worker, 0);
+    }
   }
 
   /**
@@ -296,8 +305,10 @@ export class EmbeddedJobQueue implements JobQueue {
         const now = this.now();
         // A claim is not synced: a lost claim leaves the job waiting, which is what a crash mid-run
         // amounts to anyway.
+        const lapseCheck = now >= worker.lapseCheckAt;
+        if (lapseCheck) worker.lapseCheckAt = now + this.pollMs;
         const claimed = this.db.transaction(() => {
-          const rows = this.stmts.lapsed.all(worker.name, now, free);
+          const rows = lapseCheck ? this.stmts.lapsed.all(worker.name, now, free) : [];
           if (rows.length < free) rows.push(...this.stmts.due.all(worker.name, now, free - rows.length));
           for (const r of rows) this.stmts.claim.run(this.token, now + this.leaseMs, r.queue, r.id);
           return rows;
@@ -308,7 +319,8 @@ export class EmbeddedJobQueue implements JobQueue {
         for (const row of claimed) this.start(worker, row);
       }
       if (worker.active.size < worker.concurrency) {
-        const times = [this.stmts.nextRun.get(worker.name)?.t ?? null, this.stmts.nextLapse.get(worker.name)?.t ?? null].filter((t): t is number => t !== null);
+        const lapse = this.stmts.nextLapse.get(worker.name)?.t ?? null;
+        const times = [this.stmts.nextRun.get(worker.name)?.t ?? null, lapse === null ? null : Math.max(lapse, worker.lapseCheckAt)].filter((t): t is number => t !== null);
         const next = times.length > 0 ? Math.min(...times) : null;
         const until = next === null ? this.pollMs : Math.min(this.pollMs, Math.max(1, next - this.now()));
         this.kick(worker, until);
