@@ -136,7 +136,7 @@ export async function benchWebhooks(options: { calls?: number; window?: WindowHo
     const recorded = new Promise<void>((r) => (allRecorded = r));
     const sub = platform.ctx.events.subscribeToAll({ after: await platform.ctx.events.headPosition() });
     const watching = (async () => {
-      for await (const e of sub) if (e.type === 'DeliverySucceeded' && ++succeeded === calls) allRecorded();
+      for await (const e of sub) if (e.type === 'DeliveryAttempted' && (e.data as { error: unknown }).error === null && ++succeeded === calls) allRecorded();
     })();
     await options.window?.start?.();
     const start = now();

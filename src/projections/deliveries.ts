@@ -36,7 +36,8 @@ export const deliveriesProjection: Projection<DeliveryDoc> = projection({
     switch (e.type) {
       case 'DeliveryAttempted': {
         const a = e.data;
-        return { ...doc, attempts: [...doc.attempts, { at: a.at, statusCode: a.statusCode, error: a.error }] };
+        // A successful attempt delivers (older logs follow it with DeliverySucceeded, which changes nothing more).
+        return { ...doc, attempts: [...doc.attempts, { at: a.at, statusCode: a.statusCode, error: a.error }], ...(a.error === null ? { status: 'delivered' as const } : {}) };
       }
       case 'DeliverySucceeded':
         return { ...doc, status: 'delivered' };

@@ -1,13 +1,15 @@
 /** The hot read store meets the ReadStore contract, answers hot collections from memory, and sees writes made while it loads. */
 import { describe, expect, it } from 'vitest';
 import { SqliteReadStore } from '../../src/gateways/read-store/sqlite.js';
-import { HotReadStore } from '../../src/gateways/read-store/hot.js';
+import { HotReadStore, WRITTEN_MAX } from '../../src/gateways/read-store/hot.js';
+import type { DocWrite } from '../../src/gateways/read-store/port.js';
 import { readStoreContract } from './read-store.contract.js';
 
 // Every collection hot except the auxiliary ones with expiry (those are never hot in the platform).
 const hot = { has: (c: string) => c !== 'idem' && c !== 'locks' } as ReadonlySet<string>;
 
 readStoreContract('hot over sqlite :memory:', { create: async (clock) => new HotReadStore(new SqliteReadStore(':memory:', clock), hot) });
+readStoreContract('write-through over sqlite :memory: (nothing hot)', { create: async (clock) => new HotReadStore(new SqliteReadStore(':memory:', clock), new Set()) });
 
 describe('HotReadStore', () => {
   it('after loading, answers from memory: writes that bypass it are not seen, writes through it are', async () => {
@@ -122,6 +124,88 @@ describe('HotReadStore', () => {
     await store.commit([{ collection: 'agents', id: 'a1', doc: { skills: [{ id: 1 }] } }], {});
     const doc = (await store.get<{ skills: { id: number }[] }>('agents', 'a1'))!;
     expect(() => doc.skills.push({ id: 2 })).toThrow(TypeError);
+    await store.close();
+  });
+
+  it('write-through: the projector\'s last write of a document that is not hot answers getVersioned, with its position, from memory', async () => {
+    const inner = new SqliteReadStore(':memory:');
+    const store = new HotReadStore(inner, new Set(['agents']));
+    await store.commit([{ collection: 'deliveries', id: 'd1', doc: { attempts: [] }, position: 7 }, { collection: 'calls', id: 'c1', doc: null, position: 8 }], { deliveries: 8 });
+    await inner.commit([{ collection: 'deliveries', id: 'd1', doc: { attempts: ['bypassed'] } }], {});
+    expect(await store.getVersioned('deliveries', 'd1')).toEqual({ doc: { attempts: [] }, position: 7 }); // memory: no query ran
+    expect(await store.getVersioned('calls', 'c1')).toEqual({ doc: null, position: 8 }); // a deletion, with its position
+    // Frozen: the runner folds on it, and a projection changing it would change what is remembered.
+    const { doc } = await store.getVersioned<{ attempts: string[] }>('deliveries', 'd1');
+    expect(() => doc!.attempts.push('x')).toThrow(TypeError);
+    // Plain reads and finds still ask the store.
+    expect(await store.get('deliveries', 'd1')).toEqual({ attempts: ['bypassed'] });
+    expect(await store.find('deliveries')).toEqual([{ attempts: ['bypassed'] }]);
+    await store.close();
+  });
+
+  it('write-through: a write that is not the projector\'s (no position, put, delete, insertIfAbsent) drops the document, and the store answers', async () => {
+    const inner = new SqliteReadStore(':memory:');
+    const store = new HotReadStore(inner, new Set());
+    const remembered = async (id: string) => (await store.getVersioned('x', id)).position > 0;
+    await store.commit(['a', 'b', 'c', 'd'].map((id): DocWrite => ({ collection: 'x', id, doc: { id }, position: 1 })), {});
+    expect(await Promise.all(['a', 'b', 'c', 'd'].map(remembered))).toEqual([true, true, true, true]);
+    await store.commit([{ collection: 'x', id: 'a', doc: { id: 'a2' } }], {});
+    await store.put('x', 'b', { id: 'b2' });
+    await store.delete('x', 'c');
+    await store.delete('x', 'd');
+    expect(await store.insertIfAbsent('x', 'd', { id: 'd2' })).toBe(true);
+    expect(await Promise.all(['a', 'b', 'c', 'd'].map((id) => store.getVersioned('x', id)))).toEqual([
+      { doc: { id: 'a2' }, position: 0 },
+      { doc: { id: 'b2' }, position: 0 },
+      { doc: null, position: 0 },
+      { doc: { id: 'd2' }, position: 0 },
+    ]);
+    await store.close();
+  });
+
+  it('write-through: a commit that fails leaves nothing of it remembered', async () => {
+    const inner = new SqliteReadStore(':memory:');
+    let fail = false;
+    const flaky = Object.assign(Object.create(inner) as SqliteReadStore, {
+      commit: async (writes: DocWrite[], cps: Record<string, number>) => {
+        await inner.commit(writes, cps);
+        // Stored, then the answer is lost (a store without transactions, a dropped connection).
+        if (fail) throw new Error('connection closed');
+      },
+    });
+    const store = new HotReadStore(flaky, new Set());
+    await store.commit([{ collection: 'x', id: 'a', doc: { n: 1 }, position: 1 }], {});
+    expect(await store.getVersioned('x', 'a')).toEqual({ doc: { n: 1 }, position: 1 });
+    fail = true;
+    await expect(store.commit([{ collection: 'x', id: 'a', doc: { n: 2 }, position: 2 }], {})).rejects.toThrow('connection closed');
+    expect(await store.getVersioned('x', 'a')).toEqual({ doc: { n: 2 }, position: 0 }); // the store's answer
+    await inner.close();
+  });
+
+  it('write-through: keeps at most WRITTEN_MAX documents, the least recently written go first', async () => {
+    const store = new HotReadStore(new SqliteReadStore(':memory:'), new Set());
+    const writes = Array.from({ length: WRITTEN_MAX + 1 }, (_, i): DocWrite => ({ collection: 'x', id: String(i), doc: { i }, position: i + 1 }));
+    await store.commit(writes.slice(0, WRITTEN_MAX), {});
+    await store.commit([{ collection: 'x', id: '0', doc: { i: 0, again: true }, position: WRITTEN_MAX + 3 }], {});
+    await store.commit(writes.slice(WRITTEN_MAX), {});
+    expect((await store.getVersioned('x', '0')).position).toBe(WRITTEN_MAX + 3);
+    expect((await store.getVersioned('x', '1')).position).toBe(0); // dropped for the bound, read from the store
+    expect((await store.getVersioned('x', '2')).position).toBe(3);
+    await store.close();
+  });
+
+  it('a document absent from a hot model is absent without a query when the store keeps no tombstones; otherwise the store answers', async () => {
+    const inner = new SqliteReadStore(':memory:');
+    const store = new HotReadStore(inner, new Set(['in-ivr']));
+    expect(await store.get('in-ivr', 'c2')).toBeNull(); // loaded
+    await store.commit([{ collection: 'in-ivr', id: 'c1', doc: { n: 1 }, position: 3 }], {});
+    await store.commit([{ collection: 'in-ivr', id: 'c1', doc: null, position: 5 }], {});
+    await inner.commit([{ collection: 'in-ivr', id: 'c2', doc: { bypassed: true } }], {});
+    expect(await store.getVersioned('in-ivr', 'c1')).toEqual({ doc: null, position: 5 });
+    expect(await store.getVersioned('in-ivr', 'c2')).toEqual({ doc: null, position: 0 }); // memory: no query ran
+    // A store that may hold tombstones (MongoDB) is asked.
+    const tombstones = new HotReadStore(Object.assign(Object.create(inner) as SqliteReadStore, { atomicCommits: false }), new Set(['in-ivr']));
+    expect(await tombstones.getVersioned('in-ivr', 'c2')).toEqual({ doc: { bypassed: true }, position: 0 });
     await store.close();
   });
 });

@@ -47,6 +47,17 @@ class QueueWorker {
   active = new Set<Promise<void>>();
   timer: NodeJS.Timeout | null = null;
   scheduled = false;
+  /**
+   * A due job may be waiting in the file for a slot (one was stored waiting, or the last poll filled
+   * every slot it had): until a poll finds fewer due jobs than slots, new jobs queue behind it.
+   */
+  backlog = true;
+  /**
+   * When a poll next looks for lapsed leases. That query reads every running job of the queue (the
+   * lease's end is not in the index), so it runs once per poll interval, not on every poll a job's end
+   * or enqueue makes: a lease that lapsed (its process died) waits at most that much longer.
+   */
+  lapseCheckAt = 0;
   constructor(
     readonly name: string,
     readonly handler: JobHandler<unknown>,
@@ -107,6 +118,10 @@ export class EmbeddedJobQueue implements JobQueue {
       insert: this.db.prepare(
         `INSERT INTO jobs (queue, id, payload, state, run_at, backoff, created_at) VALUES (?, ?, ?, 'waiting', ?, ?, ?) ON CONFLICT (queue, id) DO NOTHING`,
       ),
+      // Stored already claimed by this process (see enqueue): as the claim below leaves it.
+      insertClaimed: this.db.prepare(
+        `INSERT INTO jobs (queue, id, payload, state, run_at, attempts, backoff, lock_token, locked_until, created_at) VALUES (?, ?, ?, 'active', ?, 1, ?, ?, ?, ?) ON CONFLICT (queue, id) DO NOTHING`,
+      ),
       get: this.db.prepare<[string, string], Row>('SELECT * FROM jobs WHERE queue = ? AND id = ?'),
       // Each on the (queue, state, run_at) index: finished jobs stay in the table for a week, and a
       // query that read them (an OR across states did: the whole queue, then a sort) cost every poll
@@ -138,10 +153,49 @@ export class EmbeddedJobQueue implements JobQueue {
     checkEnqueue(queue, job);
     if (this.closed) throw new Error('job queue is closed');
     const now = this.now();
+    const runAt = firstRunAt(job, now);
+    const worker = this.workers.get(queue);
+    if (worker && runAt <= now && this.mayClaimAtOnce(worker)) return this.enqueueClaimed(worker, queue, job, now);
     // Enqueues of one turn share a transaction and a sync; a failed write rejects every one of them.
-    const ok = await this.writeSoon(() => this.stmts.insert.run(queue, job.id, JSON.stringify(job.payload ?? null), firstRunAt(job, now), JSON.stringify(job.backoffMs ?? []), now));
+    const ok = await this.writeSoon(() => this.stmts.insert.run(queue, job.id, JSON.stringify(job.payload ?? null), runAt, JSON.stringify(job.backoffMs ?? []), now));
     if (ok !== true) throw ok.err;
-    this.kick(this.workers.get(queue), job.runAt !== undefined || job.delayMs !== undefined ? Math.max(0, firstRunAt(job, now) - now) : 0);
+    if (worker && runAt <= now) worker.backlog = true;
+    this.kick(worker, job.runAt !== undefined || job.delayMs !== undefined ? Math.max(0, runAt - now) : 0);
+  }
+
+  /**
+   * A due job for a queue this process runs, with a slot free and no due job waiting for one: stored
+   * already claimed (state, attempt and lease as a poll's claim leaves them) and run once the write is
+   * synced, without a poll's query and claim transaction. A quarter of the slots stay for the polls
+   * (retries, jobs other processes stored, lapsed leases), so a stream of new jobs cannot starve them.
+   */
+  private mayClaimAtOnce(worker: QueueWorker): boolean {
+    return !worker.backlog && worker.active.size < worker.concurrency - Math.max(1, Math.floor(worker.concurrency / 4));
+  }
+
+  private async enqueueClaimed<P>(worker: QueueWorker, queue: string, job: EnqueueOptions<P>, now: number): Promise<void> {
+    const row: Row = {
+      queue,
+      id: job.id,
+      payload: JSON.stringify(job.payload ?? null),
+      state: 'active',
+      run_at: now,
+      attempts: 0,
+      backoff: JSON.stringify(job.backoffMs ?? []),
+      last_error: null,
+      lock_token: this.token,
+      locked_until: now + this.leaseMs,
+    };
+    let claimed = false;
+    const written = this.writeSoon(() => {
+      claimed = this.stmts.insertClaimed.run(queue, row.id, row.payload, now, row.backoff, this.token, row.locked_until, now).changes > 0;
+    });
+    // The slot is taken now; the handler starts once the job is durable, and only if this insert
+    // stored it (an id that exists is left as it is: dedupe).
+    this.start(worker, row, written.then((ok) => ok === true && claimed));
+    const ok = await written;
+    if (ok !== true) throw ok.err;
+    if (!claimed) this.kick(worker, 0);
   }
 
   process<P>(queue: string, handler: JobHandler<P>, options: ProcessOptions = {}): void {
@@ -192,7 +246,10 @@ export class EmbeddedJobQueue implements JobQueue {
     if (this.closed) return;
     // Lapsed at once: taken again as any lapsed lease is (a lost update only waits for the lapse).
     this.db.prepare(`UPDATE jobs SET locked_until = 0 WHERE state = 'active' AND lock_token IS NOT ?`).run(this.token);
-    for (const worker of this.workers.values()) this.kick(worker, 0);
+    for (const worker of this.workers.values()) {
+      worker.lapseCheckAt = 0;
+      this.kick(worker, 0);
+    }
   }
 
   /**
@@ -248,17 +305,22 @@ export class EmbeddedJobQueue implements JobQueue {
         const now = this.now();
         // A claim is not synced: a lost claim leaves the job waiting, which is what a crash mid-run
         // amounts to anyway.
+        const lapseCheck = now >= worker.lapseCheckAt;
+        if (lapseCheck) worker.lapseCheckAt = now + this.pollMs;
         const claimed = this.db.transaction(() => {
-          const rows = this.stmts.lapsed.all(worker.name, now, free);
+          const rows = lapseCheck ? this.stmts.lapsed.all(worker.name, now, free) : [];
           if (rows.length < free) rows.push(...this.stmts.due.all(worker.name, now, free - rows.length));
           for (const r of rows) this.stmts.claim.run(this.token, now + this.leaseMs, r.queue, r.id);
           return rows;
         })();
         if (claimed.length > 0) this.counts.claims++;
+        // Fewer due jobs than slots: none waits any more (until one is stored waiting).
+        worker.backlog = claimed.length >= free;
         for (const row of claimed) this.start(worker, row);
       }
       if (worker.active.size < worker.concurrency) {
-        const times = [this.stmts.nextRun.get(worker.name)?.t ?? null, this.stmts.nextLapse.get(worker.name)?.t ?? null].filter((t): t is number => t !== null);
+        const lapse = this.stmts.nextLapse.get(worker.name)?.t ?? null;
+        const times = [this.stmts.nextRun.get(worker.name)?.t ?? null, lapse === null ? null : Math.max(lapse, worker.lapseCheckAt)].filter((t): t is number => t !== null);
         const next = times.length > 0 ? Math.min(...times) : null;
         const until = next === null ? this.pollMs : Math.min(this.pollMs, Math.max(1, next - this.now()));
         this.kick(worker, until);
@@ -271,12 +333,20 @@ export class EmbeddedJobQueue implements JobQueue {
     }
   }
 
-  private start(worker: QueueWorker, row: Row) {
+  /** Runs a claimed job (`row` as it was before its claim); `go`, when given, says whether to run it after all. */
+  private start(worker: QueueWorker, row: Row, go?: Promise<boolean>) {
     const attempt = row.attempts + 1;
     const backoff = JSON.parse(row.backoff) as number[];
     const ids = this.running.get(worker.name)!;
+    // Renewed from now (a renewal finds no row until the write stores it). A job not stored after all
+    // (its id exists) gives back only a renewal it added: a run of that id here keeps its own.
+    const renewing = !ids.has(row.id);
     ids.add(row.id);
     const run = (async () => {
+      if (go && !(await go)) {
+        if (renewing) ids.delete(row.id);
+        return;
+      }
       let outcome: { ok: true } | { ok: false; err: unknown };
       try {
         await worker.handler({ queue: row.queue, id: row.id, payload: JSON.parse(row.payload), attempt, maxAttempts: backoff.length + 1 });

@@ -15,6 +15,8 @@ type Collection = Map<string, Doc>;
 
 /** Distinct `find` questions per collection whose answers are kept (a few per service in practice). */
 const MAX_FOUND = 1000;
+/** Documents of other collections the projector last wrote, kept for its next read of each (a burst of deliveries or calls). */
+export const WRITTEN_MAX = 20_000;
 
 export class HotReadStore implements ReadStore {
   private readonly loaded = new Map<string, Collection>();
@@ -27,6 +29,16 @@ export class HotReadStore implements ReadStore {
   private readonly indexes = new Map<string, CollectionIndexes>();
   /** Per hot collection, how many writes have passed (see `version`). */
   private readonly versions = new Map<string, number>();
+  /**
+   * Write-through for the collections that are not hot: the documents the projector committed last
+   * (by `collection\0id`, oldest first, at most WRITTEN_MAX), with the positions they were written
+   * at. The projector reads a document back before each event that changes it (a delivery's request,
+   * then its attempt, a call's events): those reads need no query and no parse. Only the projector's
+   * commits fill it; what else writes a document here drops it. A document it holds is the projector's
+   * own fold of the log up to that position, so it stays right when another process on the same
+   * DATA_DIR writes the same document: that one folds the same events to the same document.
+   */
+  private readonly written = new Map<string, Versioned>();
 
   constructor(
     readonly inner: ReadStore,
@@ -98,12 +110,16 @@ export class HotReadStore implements ReadStore {
     return (c.get(id) as T | undefined) ?? null;
   }
 
-  /** A document in memory answers with its remembered position; a miss asks the store (it may hold a tombstone). */
+  /**
+   * A document in memory answers with its remembered position; a miss asks the store (it may hold a
+   * tombstone), unless the store keeps none (atomic commits): then it is absent, as every live
+   * document of the collection is in memory (each call's end asks two hot models about its id).
+   */
   async getVersioned<T extends Doc = Doc>(collection: string, id: string): Promise<Versioned<T>> {
-    if (!this.hot.has(collection)) return this.inner.getVersioned<T>(collection, id);
+    if (!this.hot.has(collection)) return (this.written.get(writtenKey(collection, id)) as Versioned<T> | undefined) ?? this.inner.getVersioned<T>(collection, id);
     const c = this.loaded.get(collection) ?? (await this.collection(collection));
     const doc = c.get(id) as T | undefined;
-    if (doc === undefined) return this.inner.getVersioned<T>(collection, id);
+    if (doc === undefined) return this.inner.atomicCommits ? { doc: null, position: this.positions.get(collection)?.get(id) ?? 0 } : this.inner.getVersioned<T>(collection, id);
     return { doc, position: this.positions.get(collection)?.get(id) ?? 0 };
   }
 
@@ -135,8 +151,26 @@ export class HotReadStore implements ReadStore {
   }
 
   async commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void> {
-    await this.inner.commit(writes, checkpoints);
-    for (const w of writes) this.remember(w);
+    try {
+      await this.inner.commit(writes, checkpoints);
+    } catch (err) {
+      // Some of it may be stored (a store without transactions): the next reads ask the store.
+      for (const w of writes) this.written.delete(writtenKey(w.collection, w.id));
+      throw err;
+    }
+    for (const w of writes) {
+      this.remember(w);
+      if (!this.hot.has(w.collection)) this.writeThrough(w);
+    }
+  }
+
+  private writeThrough(w: DocWrite) {
+    const key = writtenKey(w.collection, w.id);
+    this.written.delete(key);
+    // Only a projector's write (it carries its position); a frozen document, as the runner folds on it.
+    if (w.position === undefined) return;
+    this.written.set(key, { doc: freeze(w.doc), position: w.position });
+    if (this.written.size > WRITTEN_MAX) this.written.delete(this.written.keys().next().value!);
   }
 
   checkpoint(name: string): Promise<number> {
@@ -149,17 +183,17 @@ export class HotReadStore implements ReadStore {
 
   async put(collection: string, id: string, doc: Doc, options?: { expiresAt?: number }): Promise<void> {
     if (this.hot.has(collection) && options?.expiresAt !== undefined) throw new Error(`hot collection ${collection} keeps no expiring documents`);
-    await this.inner.put(collection, id, doc, options);
+    await this.inner.put(collection, id, doc, options).finally(() => this.written.delete(writtenKey(collection, id)));
     this.remember({ collection, id, doc });
   }
 
   async insertIfAbsent(collection: string, id: string, doc: Doc, options?: { expiresAt?: number }): Promise<boolean> {
     if (this.hot.has(collection)) throw new Error(`insertIfAbsent on hot collection ${collection}`);
-    return this.inner.insertIfAbsent(collection, id, doc, options);
+    return this.inner.insertIfAbsent(collection, id, doc, options).finally(() => this.written.delete(writtenKey(collection, id)));
   }
 
   async delete(collection: string, id: string): Promise<void> {
-    await this.inner.delete(collection, id);
+    await this.inner.delete(collection, id).finally(() => this.written.delete(writtenKey(collection, id)));
     this.remember({ collection, id, doc: null });
   }
 
@@ -167,6 +201,8 @@ export class HotReadStore implements ReadStore {
     return this.inner.close();
   }
 }
+
+const writtenKey = (collection: string, id: string) => `${collection}\u0000${id}`;
 
 function apply(c: Collection, positions: Map<string, number>, w: DocWrite) {
   if (w.doc === null) c.delete(w.id);

@@ -40,6 +40,11 @@ export interface FindOptions {
 }
 
 export interface ReadStore {
+  /**
+   * Optional: true when `commit` is one transaction, so the store keeps no tombstones and
+   * `getVersioned` always answers position 0 (a document absent from a hot model is then simply absent).
+   */
+  readonly atomicCommits?: boolean;
   get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null>;
   /**
    * The document with the log position that last wrote it: the runner skips events at or below it.

@@ -6,6 +6,8 @@ import type { Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from '.
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export class SqliteReadStore implements ReadStore {
+  /** Documents and checkpoints commit in one transaction (see getVersioned). */
+  readonly atomicCommits = true;
   private readonly db: Database.Database;
   private readonly stmts;
   private readonly findCache = new Map<string, Database.Statement>();

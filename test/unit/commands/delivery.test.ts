@@ -1,6 +1,7 @@
 /** Delivery deciders: each attempt recorded once per round, delivered or failed; the operator's redeliver. */
 import { describe, expect, it } from 'vitest';
 import { attemptDecider, deliveryIds, redeliverDecider, type DeliveryEvent, type RecordAttemptCommand } from '../../../src/commands/delivery/delivery.js';
+import { v5 as uuidv5 } from 'uuid';
 import { deciderSpec } from '../../support/decider-spec.js';
 
 const requested: DeliveryEvent = {
@@ -17,9 +18,17 @@ const failed: DeliveryEvent = { type: 'DeliveryFailed', data: { deliveryId: 'd1'
 describe('delivery attempts', () => {
   const { given } = deciderSpec(attemptDecider);
 
-  it('a 2xx attempt delivers', () => {
-    const s = given(requested).when(record({})).then(attempted(1, 200, null), { type: 'DeliverySucceeded', data: { deliveryId: 'd1', round: 0, at: 2_000 } });
+  it('a 2xx attempt delivers: the attempt alone records it', () => {
+    const s = given(requested).when(record({})).then(attempted(1, 200, null));
     expect(s).toMatchObject({ status: 'delivered', attempts: 1 });
+    given(requested, attempted(1, 200, null)).when(record({ attempt: 2 })).thenNothingHappened();
+  });
+
+  it('an older log\'s DeliverySucceeded after the successful attempt folds to the same state', () => {
+    const s = given(requested, attempted(1, 500, 'x'), attempted(2, 200, null), { type: 'DeliverySucceeded', data: { deliveryId: 'd1', round: 0, at: 2_000 } })
+      .when(record({ attempt: 3 }))
+      .thenNothingHappened();
+    expect(s).toMatchObject({ status: 'delivered', attempts: 2 });
   });
 
   it('a failed attempt is recorded and the round stays pending until its last attempt fails it', () => {
@@ -43,15 +52,12 @@ describe('redeliver', () => {
   it('starts a new round of a failed delivery, whose attempts the attempt decider then records', () => {
     const redelivery: DeliveryEvent = { type: 'DeliveryRedeliveryRequested', data: { deliveryId: 'd1', round: 1, at: 9_000 } };
     expect(given(requested, attempted(1, 500, 'x'), failed).when({ type: 'Redeliver', deliveryId: 'd1', at: 9_000 }).then(redelivery)).toMatchObject({ status: 'pending', round: 1 });
-    deciderSpec(attemptDecider).given(requested, attempted(1, 500, 'x'), failed, redelivery).when(record({ round: 1, at: 9_500 })).thenMatches(
-      { type: 'DeliveryAttempted', data: { round: 1 } },
-      { type: 'DeliverySucceeded', data: { round: 1 } },
-    );
+    deciderSpec(attemptDecider).given(requested, attempted(1, 500, 'x'), failed, redelivery).when(record({ round: 1, at: 9_500 })).thenMatches({ type: 'DeliveryAttempted', data: { round: 1, error: null } });
   });
 
   it('refuses a delivery that is pending or delivered (409) and one that does not exist (404)', () => {
     given(requested).when({ type: 'Redeliver', deliveryId: 'd1', at: 9_000 }).thenThrows('CONFLICT', /pending/);
-    given(requested, attempted(1, 200, null), { type: 'DeliverySucceeded', data: { deliveryId: 'd1', round: 0, at: 2_000 } })
+    given(requested, attempted(1, 200, null))
       .when({ type: 'Redeliver', deliveryId: 'd1', at: 9_000 })
       .thenThrows('CONFLICT', /delivered/);
     given().when({ type: 'Redeliver', deliveryId: 'nope', at: 9_000 }).thenThrows('NOT_FOUND');
@@ -62,6 +68,12 @@ describe('redeliver', () => {
     expect(deliveryIds.webhook('e1')).not.toBe(deliveryIds.webhook('e2'));
     const sub = { svcId: 101, agentId: 0, id: 's' };
     expect(deliveryIds.subscriber('e1', sub)).not.toBe(deliveryIds.subscriber('e1', { ...sub, agentId: 1 }));
+    // The same ids as uuid's v5 in the delivery namespace, as logs written before hold.
+    const ns = '5b0d7d0e-6a34-4c57-9a5e-5d1f5f2b7c11';
+    expect(deliveryIds.webhook('6f1c2a34-0b1d-4c8e-9f00-1a2b3c4d5e6f')).toBe(uuidv5('webhook:6f1c2a34-0b1d-4c8e-9f00-1a2b3c4d5e6f', ns));
+    expect(deliveryIds.requestedEvent('d1')).toBe(uuidv5('requested:d1', ns));
+    for (const id of ['é', '日本', 'a😀b', '']) expect(deliveryIds.subscriber('e1', { ...sub, id })).toBe(uuidv5(`subscriber:e1:101:0:${id}`, ns));
+    expect(() => deliveryIds.subscriber('e1', { ...sub, id: 'x\uD800y' })).toThrow(URIError); // as uuid does
     expect(deliveryIds.job('d1', 0)).toBe('d1');
     expect(deliveryIds.job('d1', 2)).toBe('d1.r2');
   });

@@ -74,6 +74,7 @@ describe('ProjectionRunner on MongoDB: a crash between documents and checkpoint'
   it.each([
     ['the MongoDB store', (s: ReadStore) => s],
     ['hot read models over it', (s: ReadStore) => new HotReadStore(s, new Set(['counting', 'per-stream']))],
+    ['the write-through over it (nothing hot)', (s: ReadStore) => new HotReadStore(s, new Set())],
   ])('documents ahead of their checkpoint: a restart on %s replays the batch and applies nothing twice', async (_, wrap) => {
     await crashAfterDocuments();
     const store = wrap(await openStore());
@@ -97,6 +98,24 @@ describe('ProjectionRunner on MongoDB: a crash between documents and checkpoint'
     expect(await store.get('per-stream', 's-1')).toEqual({ positions: [10] });
     expect(await store.get('counting', 'all')).toEqual({ positions: range(1, 10) });
     await runner.stop();
+  });
+
+  it('write-through: a commit that fails once its documents are stored leaves none remembered, so the retry in the same process applies nothing twice', async () => {
+    await appendNine();
+    const all = await events.readAll();
+    const store = new HotReadStore(await openStore(), new Set());
+    const runner = new ProjectionRunner(events, store, projections);
+    await runner.applyBatch(all.slice(0, 4));
+    expect(await store.getVersioned('counting', 'all')).toEqual({ doc: { positions: range(1, 4) }, position: 4 });
+    double.failNext({ command: 'update', collection: '_checkpoints', mode: 'error' });
+    await expect(runner.applyBatch(all.slice(4))).rejects.toThrow();
+    // The documents of the failed commit are stored: the store, not the memory, answers for them.
+    expect(await store.getVersioned('counting', 'all')).toEqual({ doc: { positions: range(1, 9) }, position: 9 });
+    await runner.applyBatch(all.slice(4));
+    expect(await store.get('counting', 'all')).toEqual({ positions: range(1, 9) });
+    expect(await store.get('per-stream', 's-1')).toBeNull();
+    expect(await store.get('per-stream', 's-2')).toEqual({ positions: [3, 6, 9] });
+    expect(await store.checkpoint('counting')).toBe(9);
   });
 
   it('without the per-document positions the same replay would apply events twice (the guard is what holds)', async () => {
