@@ -15,6 +15,16 @@ interface Fold {
   docs: Map<string, Doc | null>;
 }
 
+/** The event types that can change a document of `projections` (whose data they read), or null for any. */
+export function foldTypes(projections: Projection<any>[]): string[] | null {
+  const all = new Set<string>();
+  for (const p of projections) {
+    if (!p.canHandle) return null;
+    for (const t of p.canHandle) all.add(t);
+  }
+  return [...all];
+}
+
 export class DocumentFold {
   private readonly docs = new Map<string, Map<string, Doc | null>>();
   private readonly folds: Fold[];
@@ -39,12 +49,7 @@ export class DocumentFold {
 
   /** The event types that can change a document here (whose data it reads), or null for any. */
   get types(): string[] | null {
-    const all = new Set<string>();
-    for (const { p } of this.folds) {
-      if (!p.canHandle) return null;
-      for (const t of p.canHandle) all.add(t);
-    }
-    return [...all];
+    return foldTypes(this.folds.map(({ p }) => p));
   }
 
   /** The folds an event of `type` can change (each projection's `canHandle`, asked once per type). */

@@ -1,25 +1,23 @@
 /**
- * Replay's threads: each folds a share of the read models from the embedded log into staged files
- * of its own. One folds the documents straight into the staged read store, and the analytics
- * timeline (dashboard snapshots) into a staged store of its own; the other folds the analytics
- * figures (export rows, agent days, service hours) into the staged analytics store, which the main
- * thread completes with the timeline once both are done. Each thread reads the log itself and
- * decodes only the events it reads, so they share nothing but the file. The main thread only
- * waits: a worker's heap can be given a young generation large enough for the fold's garbage, the
+ * Replay's threads: each folds a share of the read models into staged files of its own. One folds
+ * the documents straight into the staged read store, and the analytics timeline (dashboard
+ * snapshots) into a staged store of its own; the other folds the analytics figures (export rows,
+ * agent days, service hours) into the staged analytics store, which the main thread completes with
+ * the timeline once both are done. The main thread reads the log once and hands each page of it to
+ * both (a page is one buffer: see sqlite-pages.ts); each decodes only the events and the data it
+ * reads. A worker's heap can be given a young generation large enough for the fold's garbage, the
  * main thread's cannot.
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { SqliteEventStore } from '../gateways/event-store/sqlite.js';
+import { PageDecoder, type PageFilter } from '../gateways/event-store/sqlite-pages.js';
 import { SqliteReadStore } from '../gateways/read-store/sqlite.js';
-import { AnalyticsModel, type AnalyticsPart } from '../analytics/model.js';
+import { AnalyticsModel, analyticsReads, type AnalyticsPart } from '../analytics/model.js';
 import { AnalyticsStore } from '../analytics/store.js';
 import { projections as allProjections } from './index.js';
-import { DocumentFold } from './fold.js';
+import { DocumentFold, foldTypes } from './fold.js';
 
 export interface ReplayTask {
   task: 'replay-worker';
-  /** The event log (only read here). */
-  eventsFile: string;
   /** The staged read store this thread writes its documents into (created), if it folds any. */
   docsFile: string | null;
   /** Names of the projections folded here. */
@@ -38,10 +36,23 @@ export interface ReplayTask {
 }
 
 /**
- * What a replay worker posts: the position it reached, and the events it read once its staged files
- * are complete (a thread that reads only some types counts fewer than the log holds).
+ * What a replay worker posts: the position it reached, the pages it has folded (the main thread
+ * posts the next ones only a few pages ahead), and the events it read once its staged files are
+ * complete (a thread that reads only some types counts fewer than the log holds).
  */
-export type ReplayMessage = { progress: number } | { done: number };
+export type ReplayMessage = { progress: number } | { consumed: number } | { done: number };
+
+/** What the main thread posts: each page of the log in order, then the end. */
+export type ReplayInput = { page: Uint8Array } | { end: true };
+
+/** What a share reads of the log: the types it sees at all (null: every one), and those whose data it reads (null: all). */
+export function shareReads(task: Pick<ReplayTask, 'docsFile' | 'projections' | 'analytics'>): { only: string[] | null; data: string[] | null } {
+  const docTypes = task.docsFile === null ? [] : foldTypes(allProjections.filter((p) => task.projections.includes(p.name)));
+  if (docTypes === null) return { only: null, data: null };
+  const model = task.analytics ? analyticsReads(task.analytics.part) : { only: [], data: [] };
+  const union = (a: string[], b: string[]) => [...new Set([...a, ...b])];
+  return { only: model.only && union(docTypes, model.only), data: union(docTypes, model.data) };
+}
 
 /** Events applied between two writes of the analytics fold. */
 export const FLUSH_EVERY = 50_000;
@@ -55,9 +66,12 @@ export function finishAnalytics(model: AnalyticsModel, store: AnalyticsStore, to
   store.close();
 }
 
-/** The worker's fold; returns the events read. */
-export async function foldShare(task: ReplayTask, progress: (events: number) => void = () => {}): Promise<number> {
-  const events = new SqliteEventStore(task.eventsFile);
+/** The worker's fold of the pages of the log, in order; returns the events read. */
+export async function foldShare(
+  task: ReplayTask,
+  pages: AsyncIterable<Uint8Array>,
+  report: { progress(position: number): void; consumed(pages: number): void } = { progress() {}, consumed() {} },
+): Promise<number> {
   const analytics = task.analytics && new AnalyticsStore(task.analytics.file);
   const docs = task.docsFile === null ? null : new SqliteReadStore(task.docsFile);
   try {
@@ -67,25 +81,27 @@ export async function foldShare(task: ReplayTask, progress: (events: number) => 
     const fold = docs && new DocumentFold(allProjections.filter((p) => task.projections.includes(p.name)), docs);
     // The timeline's agents are the fold's (both fold every event from the start, the fold first).
     if (model && fold?.collections.includes('agents')) model.besideFold(fold.current);
+    // Only the events something here reads are decoded, and only the data it reads.
+    const reads = shareReads(task);
+    const filter: PageFilter = { only: reads.only && new Set(reads.only), data: reads.data && new Set(reads.data) };
+    const decoder = new PageDecoder(filter);
     let count = 0;
-    // Only the events something here reads are decoded; where nothing here needs every event, only
-    // those are read at all.
-    const docTypes = fold ? fold.types : [];
-    const modelReads = model ? model.reads : { only: [], data: [] };
-    const union = (a: string[], b: string[]) => [...new Set([...a, ...b])];
-    const types = docTypes && { only: modelReads.only && union(docTypes, modelReads.only), data: union(docTypes, modelReads.data) };
-    for (const e of events.scanRange(0, task.total, types ?? undefined)) {
-      fold?.apply(e);
-      model?.apply(e);
-      if (++count % task.pageSize === 0) {
-        await fold?.bound(task.maxDocs);
-        if (model && model.unwritten >= FLUSH_EVERY) model.flush();
-        progress(e.position);
+    let consumed = 0;
+    for await (const page of pages) {
+      for (const e of decoder.decode(page)) {
+        fold?.apply(e);
+        model?.apply(e);
+        if (++count % task.pageSize === 0) {
+          await fold?.bound(task.maxDocs);
+          if (model && model.unwritten >= FLUSH_EVERY) model.flush();
+          report.progress(e.position);
+        }
+        if (task.dieAfter && count >= task.dieAfter.events) {
+          if (task.dieAfter.how === 'exit') process.exit(3);
+          throw new Error(`replay worker: injected failure after ${count} events`);
+        }
       }
-      if (task.dieAfter && count >= task.dieAfter.events) {
-        if (task.dieAfter.how === 'exit') process.exit(3);
-        throw new Error(`replay worker: injected failure after ${count} events`);
-      }
+      report.consumed(++consumed);
     }
     await fold?.finish(Object.fromEntries(task.checkpoints.map((name) => [name, task.total])));
     docs?.finishBulkLoad();
@@ -94,11 +110,37 @@ export async function foldShare(task: ReplayTask, progress: (events: number) => 
   } finally {
     analytics?.close();
     await docs?.close();
-    await events.close();
+  }
+}
+
+/** The pages the main thread posts, as they arrive. */
+async function* pagesFromParent(): AsyncGenerator<Uint8Array> {
+  const queue: ReplayInput[] = [];
+  let wake: (() => void) | null = null;
+  const listener = (m: ReplayInput) => {
+    queue.push(m);
+    wake?.();
+  };
+  parentPort!.on('message', listener);
+  try {
+    for (;;) {
+      if (queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+      wake = null;
+      const m = queue.shift()!;
+      if ('end' in m) return;
+      yield m.page;
+    }
+  } finally {
+    // Listening no more lets the thread end once its work is done.
+    parentPort!.off('message', listener);
   }
 }
 
 if (!isMainThread && (workerData as ReplayTask | undefined)?.task === 'replay-worker') {
   const post = (m: ReplayMessage) => parentPort!.postMessage(m);
-  post({ done: await foldShare(workerData as ReplayTask, (events) => post({ progress: events })) });
+  const count = await foldShare(workerData as ReplayTask, pagesFromParent(), {
+    progress: (position) => post({ progress: position }),
+    consumed: (pages) => post({ consumed: pages }),
+  });
+  post({ done: count });
 }

@@ -7,8 +7,8 @@
  * bound, for logs bigger than memory) and are written once at the end, instead of a read and a write
  * per batch as the live runner does. On the embedded log the work is shared by two worker threads
  * (replay-worker.ts): one folds the documents and the analytics timeline, the other the analytics
- * figures; this thread waits for both, joins their files and swaps them in. A worker that fails or
- * dies fails the replay at once, before anything is swapped.
+ * figures; this thread reads the log once and hands each page of it to both, then joins their files
+ * and swaps them in. A worker that fails or dies fails the replay at once, before anything is swapped.
  */
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -23,7 +23,7 @@ import { AnalyticsModel } from '../analytics/model.js';
 import { projections as allProjections } from './index.js';
 import { collectionOf, type Projection } from './projection.js';
 import { DocumentFold } from './fold.js';
-import { FLUSH_EVERY, finishAnalytics, type ReplayMessage, type ReplayTask } from './replay-worker.js';
+import { FLUSH_EVERY, finishAnalytics, shareReads, type ReplayInput, type ReplayMessage, type ReplayTask } from './replay-worker.js';
 
 export interface ReplayProgress {
   events: number;
@@ -67,8 +67,16 @@ interface ReplayWorker {
   done: Promise<number>;
   /** The position it reached. */
   progress: number;
+  /** Pages it has folded. */
+  consumed: number;
+  /** Resolves when it has folded one more page. */
+  advanced(): Promise<void>;
+  send(m: ReplayInput, transfer?: ArrayBuffer[]): void;
   stop(): Promise<unknown>;
 }
+
+/** Pages of the log posted to a worker beyond those it has folded: enough that it never waits for one. */
+const PAGES_AHEAD = 4;
 
 const workerUrl = new URL('./replay-worker.js', import.meta.url);
 const canRunWorkers = () => import.meta.url.endsWith('.js') && existsSync(workerUrl);
@@ -79,12 +87,23 @@ function startWorker(task: ReplayTask, onProgress: () => void): ReplayWorker {
   // each scavenge costs what survives it. Not much larger: at 192 MiB the fold ran slower (paired
   // runs on the shared VM: ~13.5 CPU s against ~11.3 at 16 to 48 MiB), its garbage no longer in cache.
   const worker = new Worker(workerUrl, { workerData: task, resourceLimits: { maxYoungGenerationSizeMb: 48 } });
-  const w: ReplayWorker = { done: Promise.resolve(0), progress: 0, stop: () => worker.terminate() };
+  let advance = () => {};
+  const w: ReplayWorker = {
+    done: Promise.resolve(0),
+    progress: 0,
+    consumed: 0,
+    advanced: () => new Promise<void>((resolve) => (advance = resolve)),
+    send: (m, transfer) => worker.postMessage(m, transfer),
+    stop: () => worker.terminate(),
+  };
   w.done = new Promise<number>((resolve, reject) => {
     let count: number | undefined;
     worker.on('message', (m: ReplayMessage) => {
       if ('done' in m) count = m.done;
-      else {
+      else if ('consumed' in m) {
+        w.consumed = m.consumed;
+        advance();
+      } else {
         w.progress = m.progress;
         onProgress();
       }
@@ -132,17 +151,32 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
     let count: number;
     if (threads) {
       const shared = names.filter((n) => FIGURES_THREAD_PROJECTIONS.includes(n));
-      const task = { task: 'replay-worker', eventsFile: events.file, total, maxDocs, pageSize, checkpoints: names } as const;
+      const task = { task: 'replay-worker', total, maxDocs, pageSize, checkpoints: names } as const;
+      const tasks: ReplayTask[] = [
+        { ...task, docsFile: stagedRead, projections: names.filter((n) => !shared.includes(n)), analytics: { file: stagedTimeline, part: 'timeline' } },
+        { ...task, docsFile: stagedShare, projections: shared, checkpoints: [], analytics: { file: stagedAnalytics, part: 'figures' }, ...(options.workerDiesAfter ? { dieAfter: options.workerDiesAfter } : {}) },
+      ];
       const report = () => options.onProgress?.({ events: Math.min(...workers.map((w) => w.progress)), total });
-      workers.push(
-        startWorker({ ...task, docsFile: stagedRead, projections: names.filter((n) => !shared.includes(n)), analytics: { file: stagedTimeline, part: 'timeline' } }, report),
-        startWorker(
-          { ...task, docsFile: stagedShare, projections: shared, checkpoints: [], analytics: { file: stagedAnalytics, part: 'figures' }, ...(options.workerDiesAfter ? { dieAfter: options.workerDiesAfter } : {}) },
-          report,
-        ),
-      );
-      // Either worker failing fails the replay now (the other is stopped in `finally`). The first
-      // reads every event (its timeline counts them).
+      for (const t of tasks) workers.push(startWorker(t, report));
+      // This thread reads the log once, with the data either worker reads, and posts every page to both.
+      const reads = tasks.map(shareReads);
+      const data = reads.some((r) => r.data === null) ? null : [...new Set(reads.flatMap((r) => r.data!))];
+      // Either worker failing fails the replay now (the other is stopped in `finally`); neither ends before the log does.
+      const failed = Promise.race(workers.map((w) => w.done.then(() => Promise.reject(new Error('a replay worker ended before the log did')))));
+      failed.catch(() => {});
+      let sent = 0;
+      for (const page of events.scanPages(0, total, data)) {
+        for (const w of workers) while (sent - w.consumed >= PAGES_AHEAD) await Promise.race([w.advanced(), failed]);
+        // Transferred, not cloned: the first worker gets a copy of its own (never a slice of Node's
+        // buffer pool, which cannot be transferred).
+        workers.forEach((w, i) => {
+          const own = i === workers.length - 1 ? page : new Uint8Array(page);
+          w.send({ page: own }, [own.buffer as ArrayBuffer]);
+        });
+        sent++;
+      }
+      for (const w of workers) w.send({ end: true });
+      // The first reads every event (its timeline counts them).
       const counts = await Promise.all(workers.map((w) => w.done));
       count = counts[0]!;
       options.onProgress?.({ events: count, total });
