@@ -153,8 +153,10 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
       const shared = names.filter((n) => FIGURES_THREAD_PROJECTIONS.includes(n));
       const task = { task: 'replay-worker', total, maxDocs, pageSize, checkpoints: names } as const;
       const tasks: ReplayTask[] = [
-        { ...task, docsFile: stagedRead, projections: names.filter((n) => !shared.includes(n)), analytics: { file: stagedTimeline, part: 'timeline' } },
-        { ...task, docsFile: stagedShare, projections: shared, checkpoints: [], analytics: { file: stagedAnalytics, part: 'figures' }, ...(options.workerDiesAfter ? { dieAfter: options.workerDiesAfter } : {}) },
+        // The figures' thread holds most documents (a document per call in each of its collections): it
+        // writes them into the staged read store itself, which then takes the few of the other's share.
+        { ...task, docsFile: stagedShare, projections: names.filter((n) => !shared.includes(n)), checkpoints: [], analytics: { file: stagedTimeline, part: 'timeline' } },
+        { ...task, docsFile: stagedRead, projections: shared, analytics: { file: stagedAnalytics, part: 'figures' }, ...(options.workerDiesAfter ? { dieAfter: options.workerDiesAfter } : {}) },
       ];
       const report = () => options.onProgress?.({ events: Math.min(...workers.map((w) => w.progress)), total });
       for (const t of tasks) workers.push(startWorker(t, report));
