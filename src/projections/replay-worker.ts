@@ -10,6 +10,7 @@
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { PageDecoder, type PageFilter } from '../gateways/event-store/sqlite-pages.js';
+import type { RecordedEvent } from '../gateways/event-store/port.js';
 import { SqliteReadStore } from '../gateways/read-store/sqlite.js';
 import { AnalyticsModel, analyticsReads, type AnalyticsPart } from '../analytics/model.js';
 import { AnalyticsStore } from '../analytics/store.js';
@@ -29,7 +30,7 @@ export interface ReplayTask {
   /** Fold events at positions 1..total. */
   total: number;
   maxDocs: number;
-  /** Events between two looks at the documents held (and two progress messages). */
+  /** Events between two looks at the documents held (and two progress messages); the pages posted are no longer. */
   pageSize: number;
   /** Test hook: the thread dies after folding this many events, by an exception or by exiting. */
   dieAfter?: { events: number; how: 'throw' | 'exit' };
@@ -87,19 +88,24 @@ export async function foldShare(
     const decoder = new PageDecoder(filter);
     let count = 0;
     let consumed = 0;
+    let due = false;
+    const apply = (e: RecordedEvent) => {
+      fold?.apply(e);
+      model?.apply(e);
+      if (++count % task.pageSize === 0) due = true;
+      if (task.dieAfter && count >= task.dieAfter.events) {
+        if (task.dieAfter.how === 'exit') process.exit(3);
+        throw new Error(`replay worker: injected failure after ${count} events`);
+      }
+    };
     for await (const page of pages) {
-      for (const e of decoder.decode(page)) {
-        fold?.apply(e);
-        model?.apply(e);
-        if (++count % task.pageSize === 0) {
-          await fold?.bound(task.maxDocs);
-          if (model && model.unwritten >= FLUSH_EVERY) model.flush();
-          report.progress(e.position);
-        }
-        if (task.dieAfter && count >= task.dieAfter.events) {
-          if (task.dieAfter.how === 'exit') process.exit(3);
-          throw new Error(`replay worker: injected failure after ${count} events`);
-        }
+      decoder.decode(page, apply);
+      // Pages are no longer than task.pageSize (the main thread reads them so).
+      if (due) {
+        due = false;
+        await fold?.bound(task.maxDocs);
+        if (model && model.unwritten >= FLUSH_EVERY) model.flush();
+        report.progress(decoder.position);
       }
       report.consumed(++consumed);
     }

@@ -77,6 +77,8 @@ interface ReplayWorker {
 
 /** Pages of the log posted to a worker beyond those it has folded: enough that it never waits for one. */
 const PAGES_AHEAD = 4;
+/** Events in a page of the log read for the workers, at most. */
+const READ_PAGE = 4096;
 
 const workerUrl = new URL('./replay-worker.js', import.meta.url);
 const canRunWorkers = () => import.meta.url.endsWith('.js') && existsSync(workerUrl);
@@ -167,7 +169,7 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
       const failed = Promise.race(workers.map((w) => w.done.then(() => Promise.reject(new Error('a replay worker ended before the log did')))));
       failed.catch(() => {});
       let sent = 0;
-      for (const page of events.scanPages(0, total, data)) {
+      for (const page of events.scanPages(0, total, data, Math.min(pageSize, READ_PAGE))) {
         for (const w of workers) while (sent - w.consumed >= PAGES_AHEAD) await Promise.race([w.advanced(), failed]);
         // Transferred, not cloned: the first worker gets a copy of its own (never a slice of Node's
         // buffer pool, which cannot be transferred).
