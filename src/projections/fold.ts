@@ -100,15 +100,24 @@ export class DocumentFold {
     this.spilled = true;
   }
 
-  /** Writes every document with `checkpoints`; the maps are emptied. */
-  async finish(checkpoints: Record<string, number>): Promise<void> {
+  /** Whether documents were spilled to the staged store (which then holds some of them). */
+  get hasSpilled(): boolean {
+    return this.spilled;
+  }
+
+  /**
+   * Writes every document with `checkpoints`; the maps are emptied. Into `into` (a fresh store with
+   * none of these collections, another thread's maybe) when nothing was spilled, else into the
+   * staged store.
+   */
+  async finish(checkpoints: Record<string, number>, into: SqliteReadStore = this.staged): Promise<void> {
     if (this.spilled) {
       await this.staged.commit(this.writes(), checkpoints);
     } else {
       // Nothing stored yet: every live document inserted once, in key order (appends to the B-tree).
       for (const [collection, byId] of this.docs) {
         const ids = [...byId.keys()].sort();
-        this.staged.insertFresh(
+        into.insertFresh(
           collection,
           (function* () {
             for (const id of ids) {
@@ -118,7 +127,7 @@ export class DocumentFold {
           })(),
         );
       }
-      await this.staged.commit([], checkpoints);
+      await into.commit([], checkpoints);
     }
     for (const byId of this.docs.values()) byId.clear();
     this.held = 0;

@@ -69,6 +69,8 @@ interface ReplayWorker {
   progress: number;
   /** Pages it has folded. */
   consumed: number;
+  /** Resolves once it has folded the whole log and waits for its turn to write its documents. */
+  folded: Promise<void>;
   /** Resolves when it has folded one more page. */
   advanced(): Promise<void>;
   send(m: ReplayInput, transfer?: ArrayBuffer[]): void;
@@ -90,10 +92,12 @@ function startWorker(task: ReplayTask, onProgress: () => void): ReplayWorker {
   // runs on the shared VM: ~13.5 CPU s against ~11.3 at 16 to 48 MiB), its garbage no longer in cache.
   const worker = new Worker(workerUrl, { workerData: task, resourceLimits: { maxYoungGenerationSizeMb: 48 } });
   let advance = () => {};
+  let folded = () => {};
   const w: ReplayWorker = {
     done: Promise.resolve(0),
     progress: 0,
     consumed: 0,
+    folded: new Promise<void>((resolve) => (folded = resolve)),
     advanced: () => new Promise<void>((resolve) => (advance = resolve)),
     send: (m, transfer) => worker.postMessage(m, transfer),
     stop: () => worker.terminate(),
@@ -105,7 +109,8 @@ function startWorker(task: ReplayTask, onProgress: () => void): ReplayWorker {
       else if ('consumed' in m) {
         w.consumed = m.consumed;
         advance();
-      } else {
+      } else if ('folded' in m) folded();
+      else {
         w.progress = m.progress;
         onProgress();
       }
@@ -137,8 +142,9 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
   const stagedRead = `${readFile}.replay`;
   const stagedAnalytics = `${analyticsFile}.replay`;
   const stagedTimeline = `${analyticsFile}.replay-timeline`;
-  const stagedShare = `${readFile}.replay-share`;
-  for (const f of [stagedRead, stagedAnalytics, stagedTimeline, stagedShare]) removeDb(f);
+  // The workers' own staged read stores (documents spilled).
+  const stagedShares = [0, 1].map((i) => `${readFile}.replay-share-${i}`);
+  for (const f of [stagedRead, stagedAnalytics, stagedTimeline, ...stagedShares]) removeDb(f);
   let staged: SqliteReadStore | null = null;
   let analyticsStore: AnalyticsStore | null = null;
   const workers: ReplayWorker[] = [];
@@ -153,12 +159,17 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
     let count: number;
     if (threads) {
       const shared = names.filter((n) => FIGURES_THREAD_PROJECTIONS.includes(n));
-      const task = { task: 'replay-worker', total, maxDocs, pageSize, checkpoints: names } as const;
+      const task = { task: 'replay-worker', total, maxDocs, pageSize, checkpoints: names, docsInto: stagedRead } as const;
       const tasks: ReplayTask[] = [
-        // The figures' thread holds most documents (a document per call in each of its collections): it
-        // writes them into the staged read store itself, which then takes the few of the other's share.
-        { ...task, docsFile: stagedShare, projections: names.filter((n) => !shared.includes(n)), checkpoints: [], analytics: { file: stagedTimeline, part: 'timeline' } },
-        { ...task, docsFile: stagedRead, projections: shared, analytics: { file: stagedAnalytics, part: 'figures' }, ...(options.workerDiesAfter ? { dieAfter: options.workerDiesAfter } : {}) },
+        { ...task, docsFile: stagedShares[0]!, projections: names.filter((n) => !shared.includes(n)), analytics: { file: stagedTimeline, part: 'timeline' } },
+        {
+          ...task,
+          docsFile: stagedShares[1]!,
+          projections: shared,
+          checkpoints: [],
+          analytics: { file: stagedAnalytics, part: 'figures' },
+          ...(options.workerDiesAfter ? { dieAfter: options.workerDiesAfter } : {}),
+        },
       ];
       const report = () => options.onProgress?.({ events: Math.min(...workers.map((w) => w.progress)), total });
       for (const t of tasks) workers.push(startWorker(t, report));
@@ -180,6 +191,18 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
         sent++;
       }
       for (const w of workers) w.send({ end: true });
+      // Each writes its documents into the staged read store once it has folded the log, one after
+      // the other (SQLite has one writer), the first done first: no copy after both.
+      let writing: Promise<unknown> = Promise.resolve();
+      for (const w of workers) {
+        void w.folded.then(() => {
+          writing = writing.then(() => {
+            w.send({ write: true });
+            return w.done;
+          });
+          writing.catch(() => {}); // a failed worker fails the replay below
+        });
+      }
       // The first reads every event (its timeline counts them).
       const counts = await Promise.all(workers.map((w) => w.done));
       count = counts[0]!;
@@ -194,7 +217,6 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
       }
       staged = new SqliteReadStore(stagedRead);
       staged.bulkLoadMode();
-      staged.copyDocsFrom(stagedShare);
     } else {
       // One pass in this thread.
       staged = new SqliteReadStore(stagedRead);
@@ -260,7 +282,7 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
     await Promise.all(workers.map((w) => w.stop()));
     analyticsStore?.close();
     removeDb(stagedTimeline);
-    removeDb(stagedShare);
+    for (const f of stagedShares) removeDb(f);
     await staged?.close();
     await live.close();
     await events.close();
