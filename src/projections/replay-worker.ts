@@ -1,12 +1,10 @@
 /**
- * Replay's threads: each folds a share of the read models into staged files of its own. One folds
- * the documents straight into the staged read store, and the analytics timeline (dashboard
- * snapshots) into a staged store of its own; the other folds the analytics figures (export rows,
- * agent days, service hours) into the staged analytics store, which the main thread completes with
- * the timeline once both are done. The main thread reads the log once and hands each page of it to
- * both (a page is one buffer: see sqlite-pages.ts); each decodes only the events and the data it
- * reads. A worker's heap can be given a young generation large enough for the fold's garbage, the
- * main thread's cannot.
+ * Replay's threads: each folds a share of the models. One folds the analytics models into the staged
+ * analytics store and most read models; the other the read models with a document per call. Each
+ * writes its documents into the staged read store once it has folded the log, in turns. The main
+ * thread reads the log once and hands each page of it to both (a page is one buffer: see
+ * sqlite-pages.ts); each decodes only the events and the data it reads. A worker's heap can be given
+ * a young generation large enough for the fold's garbage, the main thread's cannot.
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { PageDecoder, type PageFilter } from '../gateways/event-store/sqlite-pages.js';

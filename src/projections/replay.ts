@@ -6,9 +6,10 @@
  * Speed comes from folding in memory: documents stay in maps (spilled to the staged store past a
  * bound, for logs bigger than memory) and are written once at the end, instead of a read and a write
  * per batch as the live runner does. On the embedded log the work is shared by two worker threads
- * (replay-worker.ts): one folds the documents and the analytics timeline, the other the analytics
- * figures; this thread reads the log once and hands each page of it to both, then joins their files
- * and swaps them in. A worker that fails or dies fails the replay at once, before anything is swapped.
+ * (replay-worker.ts): one folds every analytics model and most read models, the other the read
+ * models with a document per call (CALLS_THREAD_PROJECTIONS); this thread reads the log once and
+ * hands each page of it to both, then swaps in what they wrote. A worker that fails or dies fails
+ * the replay at once, before anything is swapped.
  */
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -45,7 +46,7 @@ export interface ReplayOptions {
   threads?: boolean;
   /** Test hook: called after the fresh models are complete, before they replace the old. */
   beforeSwap?(): void | Promise<void>;
-  /** Test hook: the figures' worker dies after folding this many events. */
+  /** Test hook: the calls' worker dies after folding this many events. */
   workerDiesAfter?: ReplayTask['dieAfter'];
 }
 
@@ -57,10 +58,12 @@ export interface ReplayResult {
 }
 
 /**
- * Projections the figures' thread folds beside them, to balance the threads: on the bench's log of
- * calls, documents and timeline weighed about 1.5 times the figures without these (profiled).
+ * Projections folded by the second thread: light to fold, and most of the documents to write (one
+ * per call each). It folds faster than the first thread (analytics and the rest: ~3.7 CPU s against
+ * ~1.4 on the bench's log), runs ahead of it (PAGES_AHEAD) and writes its documents while the first
+ * still folds, which then writes its few.
  */
-export const FIGURES_THREAD_PROJECTIONS = ['call-outcomes', 'customers', 'calls'];
+export const CALLS_THREAD_PROJECTIONS = ['call-outcomes', 'customers', 'calls'];
 
 interface ReplayWorker {
   /** The events it folded, once its staged files are complete; rejects when it fails or dies. */
@@ -77,8 +80,12 @@ interface ReplayWorker {
   stop(): Promise<unknown>;
 }
 
-/** Pages of the log posted to a worker beyond those it has folded: enough that it never waits for one. */
-const PAGES_AHEAD = 4;
+/**
+ * Pages of the log posted to a worker beyond those it has folded (each ~1 MB on the bench's log):
+ * enough that the faster worker ends its fold well before the slower one, so that its writes overlap
+ * the other's fold (the main thread reads the log at the pace of the slower).
+ */
+const PAGES_AHEAD = 48;
 /** Events in a page of the log read for the workers, at most. */
 const READ_PAGE = 4096;
 
@@ -141,10 +148,9 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
   const analyticsFile = path.join(config.dataDir, 'analytics.db');
   const stagedRead = `${readFile}.replay`;
   const stagedAnalytics = `${analyticsFile}.replay`;
-  const stagedTimeline = `${analyticsFile}.replay-timeline`;
   // The workers' own staged read stores (documents spilled).
   const stagedShares = [0, 1].map((i) => `${readFile}.replay-share-${i}`);
-  for (const f of [stagedRead, stagedAnalytics, stagedTimeline, ...stagedShares]) removeDb(f);
+  for (const f of [stagedRead, stagedAnalytics, ...stagedShares]) removeDb(f);
   let staged: SqliteReadStore | null = null;
   let analyticsStore: AnalyticsStore | null = null;
   const workers: ReplayWorker[] = [];
@@ -158,16 +164,16 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
       options.threads !== false && events instanceof SqliteEventStore && canRunWorkers() && names.every((n) => allProjections.some((p) => p.name === n));
     let count: number;
     if (threads) {
-      const shared = names.filter((n) => FIGURES_THREAD_PROJECTIONS.includes(n));
+      const shared = names.filter((n) => CALLS_THREAD_PROJECTIONS.includes(n));
       const task = { task: 'replay-worker', total, maxDocs, pageSize, checkpoints: names, docsInto: stagedRead } as const;
       const tasks: ReplayTask[] = [
-        { ...task, docsFile: stagedShares[0]!, projections: names.filter((n) => !shared.includes(n)), analytics: { file: stagedTimeline, part: 'timeline' } },
+        { ...task, docsFile: stagedShares[0]!, projections: names.filter((n) => !shared.includes(n)), analytics: { file: stagedAnalytics, part: 'all' } },
         {
           ...task,
           docsFile: stagedShares[1]!,
           projections: shared,
           checkpoints: [],
-          analytics: { file: stagedAnalytics, part: 'figures' },
+          analytics: null,
           ...(options.workerDiesAfter ? { dieAfter: options.workerDiesAfter } : {}),
         },
       ];
@@ -207,14 +213,6 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
       const counts = await Promise.all(workers.map((w) => w.done));
       count = counts[0]!;
       options.onProgress?.({ events: count, total });
-      const figures = new AnalyticsStore(stagedAnalytics);
-      try {
-        figures.bulkLoadMode();
-        figures.copyTimelineFrom(stagedTimeline);
-        figures.db.pragma('journal_mode = DELETE');
-      } finally {
-        figures.close();
-      }
       staged = new SqliteReadStore(stagedRead);
       staged.bulkLoadMode();
     } else {
@@ -281,7 +279,6 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
     analyticsStore?.close();
-    removeDb(stagedTimeline);
     for (const f of stagedShares) removeDb(f);
     await staged?.close();
     await live.close();
