@@ -77,8 +77,8 @@ const newServiceHour = (): ServiceHourDelta => ({
 });
 
 const LOGIN_EVENTS = eventTypes('AgentLoggedIn', 'AgentLoggedOut', 'AgentBreakStarted', 'AgentBreakEnded');
-/** The call events the figures count. */
-const CALL_EVENTS = eventTypes('CallStarted', ...LEG_EVENT_TYPES, 'CallEnded');
+/** The call events the figures count (not CustomerRing: nothing counted changes when the customer is rung). */
+const CALL_EVENTS = eventTypes('CallStarted', ...LEG_EVENT_TYPES.filter((t) => t !== 'CustomerRing'), 'CallEnded');
 
 /**
  * What a model folds: everything (the projector), or one of two halves that replay folds in two
