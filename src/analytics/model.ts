@@ -77,8 +77,8 @@ const newServiceHour = (): ServiceHourDelta => ({
 });
 
 const LOGIN_EVENTS = eventTypes('AgentLoggedIn', 'AgentLoggedOut', 'AgentBreakStarted', 'AgentBreakEnded');
-/** The call events the figures count. */
-const CALL_EVENTS = eventTypes('CallStarted', ...LEG_EVENT_TYPES, 'CallEnded');
+/** The call events the figures count (not CustomerRing: nothing counted changes when the customer is rung). */
+const CALL_EVENTS = eventTypes('CallStarted', ...LEG_EVENT_TYPES.filter((t) => t !== 'CustomerRing'), 'CallEnded');
 
 /**
  * What a model folds: everything (the projector), or one of two halves that replay folds in two
@@ -88,6 +88,14 @@ export type AnalyticsPart = 'all' | 'timeline' | 'figures';
 
 /** The events the figures read: the rest need not be decoded for them. */
 const FIGURE_EVENTS = new Set<string>([...LOGIN_EVENTS.list, ...CALL_EVENTS.list, 'ServiceProvisioned']);
+
+/** What a model folding `part` reads of the log (AnalyticsModel.reads). */
+export function analyticsReads(part: AnalyticsPart): { only: string[] | null; data: string[] } {
+  const timeline = part !== 'figures';
+  const figures = part !== 'timeline';
+  const data = new Set<string>([...(figures ? FIGURE_EVENTS : []), ...(timeline ? TIMELINE_DATA_TYPES : [])]);
+  return { only: timeline ? null : [...data], data: [...data] };
+}
 
 export class AnalyticsModel {
   private readonly calls = new Map<string, OpenCall>();
@@ -129,8 +137,7 @@ export class AnalyticsModel {
    * timeline counts them), and those whose data it reads.
    */
   get reads(): { only: string[] | null; data: string[] } {
-    const data = new Set<string>([...(this.figures ? FIGURE_EVENTS : []), ...(this.timeline ? TIMELINE_DATA_TYPES : [])]);
-    return { only: this.timeline ? null : [...data], data: [...data] };
+    return analyticsReads(this.timeline ? (this.figures ? 'all' : 'timeline') : 'figures');
   }
 
   get position(): number {

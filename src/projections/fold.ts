@@ -15,6 +15,16 @@ interface Fold {
   docs: Map<string, Doc | null>;
 }
 
+/** The event types that can change a document of `projections` (whose data they read), or null for any. */
+export function foldTypes(projections: Projection<any>[]): string[] | null {
+  const all = new Set<string>();
+  for (const p of projections) {
+    if (!p.canHandle) return null;
+    for (const t of p.canHandle) all.add(t);
+  }
+  return [...all];
+}
+
 export class DocumentFold {
   private readonly docs = new Map<string, Map<string, Doc | null>>();
   private readonly folds: Fold[];
@@ -39,12 +49,7 @@ export class DocumentFold {
 
   /** The event types that can change a document here (whose data it reads), or null for any. */
   get types(): string[] | null {
-    const all = new Set<string>();
-    for (const { p } of this.folds) {
-      if (!p.canHandle) return null;
-      for (const t of p.canHandle) all.add(t);
-    }
-    return [...all];
+    return foldTypes(this.folds.map(({ p }) => p));
   }
 
   /** The folds an event of `type` can change (each projection's `canHandle`, asked once per type). */
@@ -95,15 +100,24 @@ export class DocumentFold {
     this.spilled = true;
   }
 
-  /** Writes every document with `checkpoints`; the maps are emptied. */
-  async finish(checkpoints: Record<string, number>): Promise<void> {
+  /** Whether documents were spilled to the staged store (which then holds some of them). */
+  get hasSpilled(): boolean {
+    return this.spilled;
+  }
+
+  /**
+   * Writes every document with `checkpoints`; the maps are emptied. Into `into` (a fresh store with
+   * none of these collections, another thread's maybe) when nothing was spilled, else into the
+   * staged store.
+   */
+  async finish(checkpoints: Record<string, number>, into: SqliteReadStore = this.staged): Promise<void> {
     if (this.spilled) {
       await this.staged.commit(this.writes(), checkpoints);
     } else {
       // Nothing stored yet: every live document inserted once, in key order (appends to the B-tree).
       for (const [collection, byId] of this.docs) {
         const ids = [...byId.keys()].sort();
-        this.staged.insertFresh(
+        into.insertFresh(
           collection,
           (function* () {
             for (const id of ids) {
@@ -113,7 +127,7 @@ export class DocumentFold {
           })(),
         );
       }
-      await this.staged.commit([], checkpoints);
+      await into.commit([], checkpoints);
     }
     for (const byId of this.docs.values()) byId.clear();
     this.held = 0;

@@ -6,9 +6,10 @@
  * Speed comes from folding in memory: documents stay in maps (spilled to the staged store past a
  * bound, for logs bigger than memory) and are written once at the end, instead of a read and a write
  * per batch as the live runner does. On the embedded log the work is shared by two worker threads
- * (replay-worker.ts): one folds the documents and the analytics timeline, the other the analytics
- * figures; this thread waits for both, joins their files and swaps them in. A worker that fails or
- * dies fails the replay at once, before anything is swapped.
+ * (replay-worker.ts): one folds every analytics model and most read models, the other the read
+ * models with a document per call (CALLS_THREAD_PROJECTIONS); this thread reads the log once and
+ * hands each page of it to both, then swaps in what they wrote. A worker that fails or dies fails
+ * the replay at once, before anything is swapped.
  */
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -23,7 +24,7 @@ import { AnalyticsModel } from '../analytics/model.js';
 import { projections as allProjections } from './index.js';
 import { collectionOf, type Projection } from './projection.js';
 import { DocumentFold } from './fold.js';
-import { FLUSH_EVERY, finishAnalytics, type ReplayMessage, type ReplayTask } from './replay-worker.js';
+import { FLUSH_EVERY, finishAnalytics, shareReads, type ReplayInput, type ReplayMessage, type ReplayTask } from './replay-worker.js';
 
 export interface ReplayProgress {
   events: number;
@@ -45,7 +46,7 @@ export interface ReplayOptions {
   threads?: boolean;
   /** Test hook: called after the fresh models are complete, before they replace the old. */
   beforeSwap?(): void | Promise<void>;
-  /** Test hook: the figures' worker dies after folding this many events. */
+  /** Test hook: the calls' worker dies after folding this many events. */
   workerDiesAfter?: ReplayTask['dieAfter'];
 }
 
@@ -57,18 +58,37 @@ export interface ReplayResult {
 }
 
 /**
- * Projections the figures' thread folds beside them, to balance the threads: on the bench's log of
- * calls, documents and timeline weighed about 1.5 times the figures without these (profiled).
+ * Projections folded by the second thread: the read models of calls (and SMS), light to fold, with
+ * most of the documents to write (one per call in three of them). It folds faster than the first
+ * thread (the analytics models and the rest: ~3.9 CPU s against ~2.1 on the bench's log), runs ahead
+ * of it (PAGES_AHEAD) and writes its documents (~1.1 s) while the first still folds, which then
+ * writes its few.
  */
-export const FIGURES_THREAD_PROJECTIONS = ['call-outcomes', 'customers', 'calls'];
+export const CALLS_THREAD_PROJECTIONS = ['call-outcomes', 'customers', 'calls', 'call-stats', 'metering', 'active-calls', 'in-ivr', 'queued-callers', 'sms'];
 
 interface ReplayWorker {
   /** The events it folded, once its staged files are complete; rejects when it fails or dies. */
   done: Promise<number>;
   /** The position it reached. */
   progress: number;
+  /** Pages it has folded. */
+  consumed: number;
+  /** Resolves once it has folded the whole log and waits for its turn to write its documents. */
+  folded: Promise<void>;
+  /** Resolves when it has folded one more page. */
+  advanced(): Promise<void>;
+  send(m: ReplayInput, transfer?: ArrayBuffer[]): void;
   stop(): Promise<unknown>;
 }
+
+/**
+ * Pages of the log posted to a worker beyond those it has folded (each ~1 MB on the bench's log, of
+ * 245): enough that the faster worker ends its fold long enough before the slower one that its writes
+ * overlap the other's fold (the main thread reads the log at the pace of the slower).
+ */
+const PAGES_AHEAD = 96;
+/** Events in a page of the log read for the workers, at most. */
+const READ_PAGE = 4096;
 
 const workerUrl = new URL('./replay-worker.js', import.meta.url);
 const canRunWorkers = () => import.meta.url.endsWith('.js') && existsSync(workerUrl);
@@ -79,11 +99,25 @@ function startWorker(task: ReplayTask, onProgress: () => void): ReplayWorker {
   // each scavenge costs what survives it. Not much larger: at 192 MiB the fold ran slower (paired
   // runs on the shared VM: ~13.5 CPU s against ~11.3 at 16 to 48 MiB), its garbage no longer in cache.
   const worker = new Worker(workerUrl, { workerData: task, resourceLimits: { maxYoungGenerationSizeMb: 48 } });
-  const w: ReplayWorker = { done: Promise.resolve(0), progress: 0, stop: () => worker.terminate() };
+  let advance = () => {};
+  let folded = () => {};
+  const w: ReplayWorker = {
+    done: Promise.resolve(0),
+    progress: 0,
+    consumed: 0,
+    folded: new Promise<void>((resolve) => (folded = resolve)),
+    advanced: () => new Promise<void>((resolve) => (advance = resolve)),
+    send: (m, transfer) => worker.postMessage(m, transfer),
+    stop: () => worker.terminate(),
+  };
   w.done = new Promise<number>((resolve, reject) => {
     let count: number | undefined;
     worker.on('message', (m: ReplayMessage) => {
       if ('done' in m) count = m.done;
+      else if ('consumed' in m) {
+        w.consumed = m.consumed;
+        advance();
+      } else if ('folded' in m) folded();
       else {
         w.progress = m.progress;
         onProgress();
@@ -115,9 +149,9 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
   const analyticsFile = path.join(config.dataDir, 'analytics.db');
   const stagedRead = `${readFile}.replay`;
   const stagedAnalytics = `${analyticsFile}.replay`;
-  const stagedTimeline = `${analyticsFile}.replay-timeline`;
-  const stagedShare = `${readFile}.replay-share`;
-  for (const f of [stagedRead, stagedAnalytics, stagedTimeline, stagedShare]) removeDb(f);
+  // The workers' own staged read stores (documents spilled).
+  const stagedShares = [0, 1].map((i) => `${readFile}.replay-share-${i}`);
+  for (const f of [stagedRead, stagedAnalytics, ...stagedShares]) removeDb(f);
   let staged: SqliteReadStore | null = null;
   let analyticsStore: AnalyticsStore | null = null;
   const workers: ReplayWorker[] = [];
@@ -131,32 +165,57 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
       options.threads !== false && events instanceof SqliteEventStore && canRunWorkers() && names.every((n) => allProjections.some((p) => p.name === n));
     let count: number;
     if (threads) {
-      const shared = names.filter((n) => FIGURES_THREAD_PROJECTIONS.includes(n));
-      const task = { task: 'replay-worker', eventsFile: events.file, total, maxDocs, pageSize, checkpoints: names } as const;
+      const shared = names.filter((n) => CALLS_THREAD_PROJECTIONS.includes(n));
+      const task = { task: 'replay-worker', total, maxDocs, pageSize, checkpoints: names, docsInto: stagedRead } as const;
+      const tasks: ReplayTask[] = [
+        { ...task, docsFile: stagedShares[0]!, projections: names.filter((n) => !shared.includes(n)), analytics: { file: stagedAnalytics, part: 'all' } },
+        {
+          ...task,
+          docsFile: stagedShares[1]!,
+          projections: shared,
+          checkpoints: [],
+          analytics: null,
+          ...(options.workerDiesAfter ? { dieAfter: options.workerDiesAfter } : {}),
+        },
+      ];
       const report = () => options.onProgress?.({ events: Math.min(...workers.map((w) => w.progress)), total });
-      workers.push(
-        startWorker({ ...task, docsFile: stagedRead, projections: names.filter((n) => !shared.includes(n)), analytics: { file: stagedTimeline, part: 'timeline' } }, report),
-        startWorker(
-          { ...task, docsFile: stagedShare, projections: shared, checkpoints: [], analytics: { file: stagedAnalytics, part: 'figures' }, ...(options.workerDiesAfter ? { dieAfter: options.workerDiesAfter } : {}) },
-          report,
-        ),
-      );
-      // Either worker failing fails the replay now (the other is stopped in `finally`). The first
-      // reads every event (its timeline counts them).
+      for (const t of tasks) workers.push(startWorker(t, report));
+      // This thread reads the log once, with the data either worker reads, and posts every page to both.
+      const reads = tasks.map(shareReads);
+      const data = reads.some((r) => r.data === null) ? null : [...new Set(reads.flatMap((r) => r.data!))];
+      // Either worker failing fails the replay now (the other is stopped in `finally`); neither ends before the log does.
+      const failed = Promise.race(workers.map((w) => w.done.then(() => Promise.reject(new Error('a replay worker ended before the log did')))));
+      failed.catch(() => {});
+      let sent = 0;
+      for (const page of events.scanPages(0, total, data, Math.min(pageSize, READ_PAGE))) {
+        for (const w of workers) while (sent - w.consumed >= PAGES_AHEAD) await Promise.race([w.advanced(), failed]);
+        // Transferred, not cloned: the first worker gets a copy of its own (never a slice of Node's
+        // buffer pool, which cannot be transferred).
+        workers.forEach((w, i) => {
+          const own = i === workers.length - 1 ? page : new Uint8Array(page);
+          w.send({ page: own }, [own.buffer as ArrayBuffer]);
+        });
+        sent++;
+      }
+      for (const w of workers) w.send({ end: true });
+      // Each writes its documents into the staged read store once it has folded the log, one after
+      // the other (SQLite has one writer), the first done first: no copy after both.
+      let writing: Promise<unknown> = Promise.resolve();
+      for (const w of workers) {
+        void w.folded.then(() => {
+          writing = writing.then(() => {
+            w.send({ write: true });
+            return w.done;
+          });
+          writing.catch(() => {}); // a failed worker fails the replay below
+        });
+      }
+      // The first reads every event (its timeline counts them).
       const counts = await Promise.all(workers.map((w) => w.done));
       count = counts[0]!;
       options.onProgress?.({ events: count, total });
-      const figures = new AnalyticsStore(stagedAnalytics);
-      try {
-        figures.bulkLoadMode();
-        figures.copyTimelineFrom(stagedTimeline);
-        figures.db.pragma('journal_mode = DELETE');
-      } finally {
-        figures.close();
-      }
       staged = new SqliteReadStore(stagedRead);
       staged.bulkLoadMode();
-      staged.copyDocsFrom(stagedShare);
     } else {
       // One pass in this thread.
       staged = new SqliteReadStore(stagedRead);
@@ -221,8 +280,7 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
     analyticsStore?.close();
-    removeDb(stagedTimeline);
-    removeDb(stagedShare);
+    for (const f of stagedShares) removeDb(f);
     await staged?.close();
     await live.close();
     await events.close();

@@ -98,5 +98,9 @@ describe('agent decider: calls', () => {
     expect(s.recentCalls).toHaveLength(20);
     expect(s.recentCalls[0]).toBe('x24');
     expect(s.recentCalls[19]).toBe('x5');
+    // A call reserved again moves to the front, once; the rest keep their order, 20 in all.
+    const again = stateAfter([...events, { type: 'AgentReserved', data: { ...at(200), xnid: 'x10' } }]);
+    expect(again.recentCalls).toEqual(['x10', ...s.recentCalls.filter((x) => x !== 'x10')]);
+    expect(s.recentCalls[0]).toBe('x24'); // the earlier state is not changed
   });
 });

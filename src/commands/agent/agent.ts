@@ -150,7 +150,14 @@ export function evolveAgent(state: AgentState, event: AgentEvent): AgentState {
     case 'AgentWrapUpSet':
       return { ...state, wrapUpS: event.data.seconds };
     case 'AgentReserved': {
-      const recent = [event.data.xnid, ...state.recentCalls.filter((x) => x !== event.data.xnid)].slice(0, RECENT_CALLS);
+      // The call first, then the others newest first, RECENT_CALLS in all: one new array (replay folds
+      // a reservation per call).
+      const xnid = event.data.xnid;
+      const recent = [xnid];
+      for (let i = 0; i < state.recentCalls.length && recent.length < RECENT_CALLS; i++) {
+        const x = state.recentCalls[i]!;
+        if (x !== xnid) recent.push(x);
+      }
       return { ...state, call: { xnid: event.data.xnid, phase: 'ringing' }, time: event.data.time, recentCalls: recent };
     }
     case 'AgentAnswered':

@@ -115,6 +115,14 @@ export class SqliteEventStore implements EventStore {
         `SELECT position, stream_id, type, CASE WHEN type IN (SELECT value FROM json_each(?)) THEN data END, time FROM events
          WHERE position > ? ORDER BY position LIMIT ?`,
       ).raw(),
+      // A page of events as one string (sqlite-pages.ts), data only of events of some types (a JSON
+      // array, or 'null' for every type); the subquery's order is the aggregate's (the decoder checks it).
+      // concat_ws builds a row in one piece (||, a copy per operator, read the log ~15% slower).
+      scanPage: this.db.prepare<[{ types: string; after: number; upTo: number; limit: number }], [Buffer | null, number | null]>(
+        `SELECT CAST(group_concat(concat_ws(char(31), position, time, type, json_quote(stream_id),
+           CASE WHEN @types = 'null' OR type IN (SELECT value FROM json_each(@types)) THEN data ELSE '' END), char(30)) AS BLOB), max(position)
+         FROM (SELECT position, time, type, stream_id, data FROM events WHERE position > @after AND position <= @upTo ORDER BY position LIMIT @limit)`,
+      ).raw(),
     };
     this.head = this.stmts.head.get()?.p ?? 0;
     const dataVersion = this.db.prepare<[], number>('PRAGMA data_version').pluck();
@@ -265,6 +273,26 @@ export class SqliteEventStore implements EventStore {
         yield { id: '', streamId, revision: 0, position, type, data: data === null ? null : JSON.parse(data), metadata: NO_METADATA, time };
       }
       after = rows[rows.length - 1]![0];
+    }
+  }
+
+  /**
+   * Replay's reader for other threads: the events of `scanRange` as pages (sqlite-pages.ts), each
+   * its UTF-8 text in a buffer of its own (transferable to a worker thread), data only of the types
+   * `data` names (of all when it is null); decode them with a PageDecoder. SQLite writes a page as one
+   * piece: reading the rows one by one cost more (measured).
+   */
+  *scanPages(after: number, upTo: number, data: readonly string[] | null, pageSize = 4096): Generator<Buffer> {
+    this.assertOpen();
+    // The text as stored: UTF-8 unless the file was created otherwise (this code never does).
+    const encoding = this.db.pragma('encoding', { simple: true });
+    if (encoding !== 'UTF-8') throw new Error(`replay reads pages of a UTF-8 event log only (this one is ${String(encoding)})`);
+    const types = JSON.stringify(data);
+    while (after < upTo) {
+      const [page, last] = this.stmts.scanPage.get({ types, after, upTo, limit: pageSize })!;
+      if (page === null || last === null) return;
+      yield page;
+      after = last;
     }
   }
 
