@@ -8,8 +8,8 @@ import { readStoreContract } from './read-store.contract.js';
 // Every collection hot except the auxiliary ones with expiry (those are never hot in the platform).
 const hot = { has: (c: string) => c !== 'idem' && c !== 'locks' } as ReadonlySet<string>;
 
-readStoreContract('hot over sqlite :memory:', { create: async (clock) => new HotReadStore(new SqliteReadStore(':memory:', clock), hot) });
-readStoreContract('write-through over sqlite :memory: (nothing hot)', { create: async (clock) => new HotReadStore(new SqliteReadStore(':memory:', clock), new Set()) });
+readStoreContract('hot over sqlite :memory:', { create: async (clock) => new HotReadStore(new SqliteReadStore(':memory:', clock), hot), ownFold: true });
+readStoreContract('write-through over sqlite :memory: (nothing hot)', { create: async (clock) => new HotReadStore(new SqliteReadStore(':memory:', clock), new Set()), ownFold: true });
 
 describe('HotReadStore', () => {
   it('after loading, answers from memory: writes that bypass it are not seen, writes through it are', async () => {
@@ -166,7 +166,12 @@ describe('HotReadStore', () => {
   it('write-through: a commit that fails leaves nothing of it remembered', async () => {
     const inner = new SqliteReadStore(':memory:');
     let fail = false;
+    let asked = 0;
     const flaky = Object.assign(Object.create(inner) as SqliteReadStore, {
+      getVersioned: (collection: string, id: string) => {
+        asked++;
+        return inner.getVersioned(collection, id);
+      },
       commit: async (writes: DocWrite[], cps: Record<string, number>) => {
         await inner.commit(writes, cps);
         // Stored, then the answer is lost (a store without transactions, a dropped connection).
@@ -176,25 +181,36 @@ describe('HotReadStore', () => {
     const store = new HotReadStore(flaky, new Set());
     await store.commit([{ collection: 'x', id: 'a', doc: { n: 1 }, position: 1 }], {});
     expect(await store.getVersioned('x', 'a')).toEqual({ doc: { n: 1 }, position: 1 });
+    expect(asked).toBe(0); // from memory
     fail = true;
     await expect(store.commit([{ collection: 'x', id: 'a', doc: { n: 2 }, position: 2 }], {})).rejects.toThrow('connection closed');
-    expect(await store.getVersioned('x', 'a')).toEqual({ doc: { n: 2 }, position: 0 }); // the store's answer
+    expect(await store.getVersioned('x', 'a')).toEqual({ doc: { n: 2 }, position: 2 });
+    expect(asked).toBe(1); // the store's answer
     await inner.close();
   });
 
   it('write-through: keeps at most WRITTEN_MAX documents, the least recently written go first', async () => {
-    const store = new HotReadStore(new SqliteReadStore(':memory:'), new Set());
+    const inner = new SqliteReadStore(':memory:');
+    const asked: string[] = [];
+    const counting = Object.assign(Object.create(inner) as SqliteReadStore, {
+      getVersioned: (collection: string, id: string) => {
+        asked.push(id);
+        return inner.getVersioned(collection, id);
+      },
+    });
+    const store = new HotReadStore(counting, new Set());
     const writes = Array.from({ length: WRITTEN_MAX + 1 }, (_, i): DocWrite => ({ collection: 'x', id: String(i), doc: { i }, position: i + 1 }));
     await store.commit(writes.slice(0, WRITTEN_MAX), {});
     await store.commit([{ collection: 'x', id: '0', doc: { i: 0, again: true }, position: WRITTEN_MAX + 3 }], {});
     await store.commit(writes.slice(WRITTEN_MAX), {});
     expect((await store.getVersioned('x', '0')).position).toBe(WRITTEN_MAX + 3);
-    expect((await store.getVersioned('x', '1')).position).toBe(0); // dropped for the bound, read from the store
+    expect((await store.getVersioned('x', '1')).position).toBe(2);
     expect((await store.getVersioned('x', '2')).position).toBe(3);
+    expect(asked).toEqual(['1']); // dropped for the bound, read from the store
     await store.close();
   });
 
-  it('a document absent from a hot model is absent without a query when the store keeps no tombstones; otherwise the store answers', async () => {
+  it('a document absent from a hot model is absent without a query when the store commits atomically; otherwise the store answers', async () => {
     const inner = new SqliteReadStore(':memory:');
     const store = new HotReadStore(inner, new Set(['in-ivr']));
     expect(await store.get('in-ivr', 'c2')).toBeNull(); // loaded

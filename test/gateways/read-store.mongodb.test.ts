@@ -43,6 +43,7 @@ readStoreContract('mongodb (wire-protocol double)', {
 const hot = { has: (c: string) => c !== 'idem' && c !== 'locks' } as ReadonlySet<string>;
 readStoreContract('hot over mongodb (wire-protocol double)', {
   create: async (clock) => new HotReadStore(await MongoReadStore.open(double.url(`hot-${n++}`), { clock }), hot),
+  ownFold: true,
 });
 
 describe('MongoReadStore on the double', () => {

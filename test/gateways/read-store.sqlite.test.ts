@@ -1,8 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll } from 'vitest';
-import { SqliteReadStore } from '../../src/gateways/read-store/sqlite.js';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SqliteReadStore, TOMBSTONE_KEEP_MS } from '../../src/gateways/read-store/sqlite.js';
 import type { ReadStore } from '../../src/gateways/read-store/port.js';
 import { readStoreContract } from './read-store.contract.js';
 
@@ -28,3 +29,48 @@ readStoreContract('sqlite', {
 });
 
 readStoreContract('sqlite :memory:', { create: async (clock) => new SqliteReadStore(':memory:', clock) });
+
+describe('SqliteReadStore', () => {
+  it('opens a file made before documents kept their position: documents stay, positions start', async () => {
+    const file = path.join(dir, `old-${n++}.db`);
+    const old = new Database(file);
+    old.exec(`
+      CREATE TABLE docs (collection TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, expires_at INTEGER, PRIMARY KEY (collection, id)) WITHOUT ROWID;
+      CREATE TABLE checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;
+      INSERT INTO docs VALUES ('agents', 'a1', '{"name":"Asha"}', NULL);
+      INSERT INTO checkpoints VALUES ('agents', 42);
+    `);
+    old.close();
+    const store = new SqliteReadStore(file);
+    expect(await store.getVersioned('agents', 'a1')).toEqual({ doc: { name: 'Asha' }, position: 0 });
+    expect(await store.checkpoint('agents')).toBe(42);
+    await store.commit([{ collection: 'agents', id: 'a1', doc: { name: 'Asha K' }, position: 43 }], { agents: 43 });
+    await store.close();
+    const again = new SqliteReadStore(file);
+    expect(await again.getVersioned('agents', 'a1')).toEqual({ doc: { name: 'Asha K' }, position: 43 });
+    await again.close();
+  });
+
+  it('purges tombstones and expired documents a day after, at start', async () => {
+    const file = path.join(dir, `purge-${n++}.db`);
+    let now = 1_700_000_000_000;
+    const store = new SqliteReadStore(file, () => now);
+    await store.commit([{ collection: 'c', id: 'gone', doc: null, position: 7 }], {});
+    await store.put('c', 'ttl', { v: 1 }, { expiresAt: now + 1000 });
+    await store.close();
+    const count = () => {
+      const db = new Database(file, { readonly: true });
+      const { n: rows } = db.prepare('SELECT COUNT(*) AS n FROM docs').get() as { n: number };
+      db.close();
+      return rows;
+    };
+    now += TOMBSTONE_KEEP_MS - 1;
+    await new SqliteReadStore(file, () => now).close();
+    expect(count()).toBe(2);
+    now += 2000;
+    const later = new SqliteReadStore(file, () => now);
+    expect(count()).toBe(0);
+    expect(await later.getVersioned('c', 'gone')).toEqual({ doc: null, position: 0 });
+    await later.close();
+  });
+});

@@ -111,9 +111,11 @@ export class HotReadStore implements ReadStore {
   }
 
   /**
-   * A document in memory answers with its remembered position; a miss asks the store (it may hold a
-   * tombstone), unless the store keeps none (atomic commits): then it is absent, as every live
-   * document of the collection is in memory (each call's end asks two hot models about its id).
+   * A document in memory answers with its remembered position. A miss asks the store (it may hold a
+   * tombstone) unless its commits are atomic: the collection in memory is then what the store held when
+   * it was loaded plus this projector's own fold since, so a document absent from it is absent for
+   * this projector (each call's end asks two hot models about its id). A tombstone another process
+   * left meanwhile still keeps its write from landing (the store's writes are conditional).
    */
   async getVersioned<T extends Doc = Doc>(collection: string, id: string): Promise<Versioned<T>> {
     if (!this.hot.has(collection)) return (this.written.get(writtenKey(collection, id)) as Versioned<T> | undefined) ?? this.inner.getVersioned<T>(collection, id);

@@ -1,13 +1,14 @@
 /**
  * Read store port: documents of read models, grouped in collections, plus projection checkpoints.
  *
- * The guarantee projections rely on: no event is applied twice to a document, across crashes.
- * SQLite gives it with one transaction per `commit` (documents and checkpoints as one unit).
- * MongoDB gives it without multi-document transactions: each document carries the log position
- * that last wrote it (`DocWrite.position`, read back by `getVersioned`), a write never replaces a
- * document written at a later position, a delete leaves a tombstone with its position, and the
- * checkpoints are written after the documents. After a crash between the two, the runner replays
- * from the older checkpoint and skips, per document, the events at or below its stored position.
+ * The guarantee projections rely on: no event is applied twice to a document, across crashes and
+ * with two projectors on one store (two processes on one DATA_DIR, each running its own). Each
+ * document carries the log position that last wrote it (`DocWrite.position`, read back by
+ * `getVersioned`), a write never replaces a document written at a later position, and a delete
+ * leaves a tombstone with its position: a projector behind another skips, per document, the events
+ * at or below its stored position. SQLite also commits documents and checkpoints in one transaction.
+ * MongoDB has no multi-document transactions: the checkpoints are written after the documents, and
+ * after a crash between the two the runner replays from the older checkpoint and skips as above.
  */
 
 export type Doc = Record<string, unknown>;
@@ -41,14 +42,15 @@ export interface FindOptions {
 
 export interface ReadStore {
   /**
-   * Optional: true when `commit` is one transaction, so the store keeps no tombstones and
-   * `getVersioned` always answers position 0 (a document absent from a hot model is then simply absent).
+   * Optional: true when `commit` is one transaction (documents and checkpoints together), so a hot
+   * model loaded from the store and then kept by this process's commits is its projector's fold at its
+   * checkpoint: a document absent from it is absent.
    */
   readonly atomicCommits?: boolean;
   get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null>;
   /**
-   * The document with the log position that last wrote it: the runner skips events at or below it.
-   * An adapter whose `commit` is one transaction may answer 0, as its checkpoints match its documents.
+   * The document with the log position that last wrote it (0: none; a tombstone answers null with its
+   * position): the runner skips events at or below it.
    */
   getVersioned<T extends Doc = Doc>(collection: string, id: string): Promise<Versioned<T>>;
   /** Documents whose top-level fields equal every value of `where`. */

@@ -1,13 +1,28 @@
-/** Embedded read store: one SQLite file in WAL mode; documents are JSON text. */
+/**
+ * Embedded read store: one SQLite file in WAL mode; documents are JSON text.
+ *
+ * A projector's write carries the log position of the last event applied to the document: it is
+ * stored beside it and replaces only a document stored at a lower position, and a projector's delete
+ * leaves a tombstone (the position, expired at once, purged a day later). Two processes on one
+ * DATA_DIR each run a projector (a standby worker serves as usual): the one behind reads what the
+ * other stored with its position and skips the events already in it, and never overwrites a newer
+ * document or brings back a deleted one.
+ */
 import type Database from 'better-sqlite3';
 import { openSqlite } from '../sqlite.js';
 import type { Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
 
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/** How long a projector's tombstone (and any expired document) is kept before it is purged. */
+export const TOMBSTONE_KEEP_MS = 24 * 3600_000;
+/** Expired rows are purged at start and then at most this often, from a commit. */
+const PURGE_EVERY_MS = 10 * 60_000;
+
 export class SqliteReadStore implements ReadStore {
-  /** Documents and checkpoints commit in one transaction (see getVersioned). */
+  /** Documents and checkpoints commit in one transaction. */
   readonly atomicCommits = true;
+  private nextPurge = 0;
   private readonly db: Database.Database;
   private readonly stmts;
   private readonly findCache = new Map<string, Database.Statement>();
@@ -26,15 +41,27 @@ export class SqliteReadStore implements ReadStore {
       ) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;
     `);
+    // Files made before documents kept their position: the column is added in place (NULL: no projector position).
+    const columns = this.db.prepare<[], { name: string }>('PRAGMA table_info(docs)').all();
+    if (!columns.some((c) => c.name === 'position')) this.db.exec('ALTER TABLE docs ADD COLUMN position INTEGER');
+    this.db.exec('CREATE INDEX IF NOT EXISTS docs_expiry ON docs (expires_at) WHERE expires_at IS NOT NULL');
     this.stmts = {
       get: this.db.prepare<[string, string, number], { data: string }>(
         'SELECT data FROM docs WHERE collection = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)',
       ),
+      versioned: this.db.prepare<[string, string], { data: string; expires_at: number | null; position: number | null }>(
+        'SELECT data, expires_at, position FROM docs WHERE collection = ? AND id = ?',
+      ),
       upsert: this.db.prepare(
-        'INSERT INTO docs (collection, id, data, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at',
+        'INSERT INTO docs (collection, id, data, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at, position = NULL',
+      ),
+      // A projector's write (or, with an expiry of now, its tombstone): only over an older one.
+      upsertAt: this.db.prepare(
+        `INSERT INTO docs (collection, id, data, expires_at, position) VALUES (?, ?, ?, ?, ?) ON CONFLICT (collection, id) DO UPDATE
+         SET data = excluded.data, expires_at = excluded.expires_at, position = excluded.position WHERE docs.position IS NULL OR docs.position < excluded.position`,
       ),
       insertIfAbsent: this.db.prepare(
-        'INSERT INTO docs (collection, id, data, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at WHERE docs.expires_at IS NOT NULL AND docs.expires_at <= ?',
+        'INSERT INTO docs (collection, id, data, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at, position = NULL WHERE docs.expires_at IS NOT NULL AND docs.expires_at <= ?',
       ),
       del: this.db.prepare('DELETE FROM docs WHERE collection = ? AND id = ?'),
       checkpoint: this.db.prepare<[string], { position: number }>('SELECT position FROM checkpoints WHERE name = ?'),
@@ -44,16 +71,20 @@ export class SqliteReadStore implements ReadStore {
       setCheckpoints: this.db.prepare(
         'INSERT INTO checkpoints (name, position) SELECT key, value FROM json_each(?) WHERE true ON CONFLICT (name) DO UPDATE SET position = MAX(position, excluded.position)',
       ),
-      scan: this.db.prepare<[string, number], { id: string; data: string }>(
-        'SELECT id, data FROM docs WHERE collection = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY id',
+      scan: this.db.prepare<[string, number], { id: string; data: string; position: number | null }>(
+        'SELECT id, data, position FROM docs WHERE collection = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY id',
       ),
       purge: this.db.prepare('DELETE FROM docs WHERE expires_at IS NOT NULL AND expires_at <= ?'),
     };
-    this.stmts.purge.run(this.clock());
+    this.purge();
     // Made once: a transaction wrapper per commit showed in profiles.
     this.commitTx = this.db.transaction((writes: DocWrite[], checkpoints: Record<string, number>) => {
+      let now = 0;
       for (const w of writes) {
-        if (w.doc === null) this.stmts.del.run(w.collection, w.id);
+        if (w.position !== undefined) {
+          if (w.doc !== null) this.stmts.upsertAt.run(w.collection, w.id, JSON.stringify(w.doc), null, w.position);
+          else this.stmts.upsertAt.run(w.collection, w.id, 'null', (now ||= this.clock()), w.position);
+        } else if (w.doc === null) this.stmts.del.run(w.collection, w.id);
         else this.stmts.upsert.run(w.collection, w.id, JSON.stringify(w.doc), null);
       }
       const json = JSON.stringify(checkpoints);
@@ -72,9 +103,12 @@ export class SqliteReadStore implements ReadStore {
     return row ? (JSON.parse(row.data) as Doc) : null;
   }
 
-  /** Position 0: documents and checkpoints commit in one transaction, so the checkpoint is enough. */
+  /** With the position a projector stored it at (0: none); a tombstone or an expired document is null. */
   async getVersioned<T extends Doc = Doc>(collection: string, id: string): Promise<Versioned<T>> {
-    return { doc: await this.get<T>(collection, id), position: 0 };
+    const row = this.stmts.versioned.get(collection, id);
+    if (!row) return { doc: null, position: 0 };
+    const live = row.expires_at === null || row.expires_at > this.clock();
+    return { doc: live ? (JSON.parse(row.data) as T) : null, position: row.position ?? 0 };
   }
 
   async find<T extends Doc = Doc>(collection: string, where: Record<string, Scalar> = {}, options: FindOptions = {}): Promise<T[]> {
@@ -109,6 +143,14 @@ export class SqliteReadStore implements ReadStore {
 
   async commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void> {
     this.commitTx(writes, checkpoints);
+    if (this.clock() >= this.nextPurge) this.purge();
+  }
+
+  /** Drops tombstones and expired documents older than TOMBSTONE_KEEP_MS (an index finds them). */
+  private purge() {
+    const now = this.clock();
+    this.stmts.purge.run(now - TOMBSTONE_KEEP_MS);
+    this.nextPurge = now + PURGE_EVERY_MS;
   }
 
   async checkpoint(name: string): Promise<number> {
@@ -132,7 +174,9 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async scan(collection: string): Promise<{ id: string; doc: Doc }[]> {
-    return this.stmts.scan.all(collection, this.clock()).map((r) => ({ id: r.id, doc: JSON.parse(r.data) as Doc }));
+    return this.stmts.scan.all(collection, this.clock()).map((r) =>
+      r.position === null ? { id: r.id, doc: JSON.parse(r.data) as Doc } : { id: r.id, doc: JSON.parse(r.data) as Doc, position: r.position },
+    );
   }
 
   async delete(collection: string, id: string): Promise<void> {
@@ -169,7 +213,7 @@ export class SqliteReadStore implements ReadStore {
   copyDocsFrom(file: string): void {
     this.db.prepare('ATTACH DATABASE ? AS share').run(file);
     try {
-      this.db.prepare('INSERT INTO main.docs SELECT * FROM share.docs').run();
+      this.db.prepare('INSERT INTO main.docs (collection, id, data, expires_at, position) SELECT collection, id, data, expires_at, position FROM share.docs').run();
     } finally {
       this.db.prepare('DETACH DATABASE share').run();
     }
@@ -185,7 +229,10 @@ export class SqliteReadStore implements ReadStore {
     try {
       const inList = (n: number) => Array.from({ length: n }, () => '?').join(', ');
       this.db.transaction(() => {
-        this.db.prepare(`INSERT OR REPLACE INTO main.docs SELECT * FROM live.docs WHERE collection NOT IN (${inList(collections.length)})`).run(...collections);
+        // Named columns: the live file may predate the position column (it has none to copy then).
+        this.db
+          .prepare(`INSERT OR REPLACE INTO main.docs (collection, id, data, expires_at) SELECT collection, id, data, expires_at FROM live.docs WHERE collection NOT IN (${inList(collections.length)})`)
+          .run(...collections);
         this.db.prepare(`INSERT OR REPLACE INTO main.checkpoints SELECT * FROM live.checkpoints WHERE name NOT IN (${inList(names.length)})`).run(...names);
       })();
     } finally {

@@ -51,3 +51,31 @@ it('a projector that lags behind another on the same read store applies each eve
   expect(await reader.get('counting', 's-1')).toEqual({ positions: [1, 2, 3, 4, 5, 6, 7, 8, 9] });
   expect(await reader.checkpoint('counting')).toBe(9);
 });
+
+const ending: Projection = {
+  name: 'ending',
+  keys: (e) => [e.streamId],
+  evolve: (doc, e) => (e.type === 'End' ? null : { positions: [...((doc?.positions as number[]) ?? []), e.position] }),
+};
+
+it('a projector behind another applies no event twice to a document it never wrote, and brings back none the other deleted', async () => {
+  await events.appendToStream('other', [{ type: 'E', data: {} }]);
+  // Two processes' projectors on one DATA_DIR: the slow one has its checkpoint (1) when the fast one runs ahead.
+  const slow = new ProjectionRunner(events, open(), [ending]);
+  await slow.applyBatch(await events.readAll());
+  await events.appendToStream('kept', [{ type: 'E', data: {} }, { type: 'E', data: {} }]);
+  await events.appendToStream('ended', [{ type: 'E', data: {} }, { type: 'End', data: {} }]);
+  await events.appendToStream('kept', [{ type: 'E', data: {} }]);
+  const all = await events.readAll();
+  const fast = new ProjectionRunner(events, open(), [ending]);
+  await fast.applyBatch(all);
+  const reader = open();
+  expect(await reader.get('ending', 'kept')).toEqual({ positions: [2, 3, 6] });
+  // The slow one reaches the documents the fast one wrote (or deleted) after it, and never wrote itself.
+  await slow.applyBatch(all.slice(1, 4)); // up to the first event of 'ended'
+  expect(await reader.get('ending', 'ended')).toBeNull();
+  await slow.applyBatch(all.slice(4));
+  expect(await reader.get('ending', 'kept')).toEqual({ positions: [2, 3, 6] });
+  expect(await reader.get('ending', 'ended')).toBeNull();
+  expect(await reader.checkpoint('ending')).toBe(6);
+});
