@@ -292,19 +292,6 @@ export class AnalyticsStore {
     };
   }
 
-  /** Replay: copies the timeline (boundaries and snapshots) of another staged store into this one. */
-  copyTimelineFrom(file: string): void {
-    this.db.prepare('ATTACH DATABASE ? AS timeline').run(file);
-    try {
-      this.db.transaction(() => {
-        this.db.prepare('INSERT INTO main.timeline_boundaries SELECT * FROM timeline.timeline_boundaries').run();
-        this.db.prepare('INSERT INTO main.timeline_snapshots SELECT * FROM timeline.timeline_snapshots').run();
-      })();
-    } finally {
-      this.db.prepare('DETACH DATABASE timeline').run();
-    }
-  }
-
   /** Throwaway storage being built (replay): no journal, no syncs; the caller makes it durable at the end. */
   bulkLoadMode(): void {
     this.db.pragma('journal_mode = OFF');

@@ -168,7 +168,7 @@ export async function replay(config: Config, options: ReplayOptions = {}): Promi
       const shared = names.filter((n) => CALLS_THREAD_PROJECTIONS.includes(n));
       const task = { task: 'replay-worker', total, maxDocs, pageSize, checkpoints: names, docsInto: stagedRead } as const;
       const tasks: ReplayTask[] = [
-        { ...task, docsFile: stagedShares[0]!, projections: names.filter((n) => !shared.includes(n)), analytics: { file: stagedAnalytics, part: 'all' } },
+        { ...task, docsFile: stagedShares[0]!, projections: names.filter((n) => !shared.includes(n)), analytics: { file: stagedAnalytics } },
         {
           ...task,
           docsFile: stagedShares[1]!,
