@@ -10,6 +10,7 @@ import { AnalyticsStore, emptyWrite } from '../../src/analytics/store.js';
 import { AnalyticsModel, SNAPSHOT_EVERY } from '../../src/analytics/model.js';
 import { exportStream, neutralise, type ExportRow } from '../../src/analytics/export.js';
 import { docOf } from '../../src/analytics/timeline.js';
+import { RecentIntervals } from '../../src/analytics/intervals.js';
 import { timelineStateAt } from '../../src/analytics/queries.js';
 import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
 import type { RecordedEvent } from '../../src/gateways/event-store/port.js';
@@ -42,6 +43,31 @@ describe('local intervals', () => {
       [Date.UTC(2026, 0, 2), 24 * H],
       [Date.UTC(2026, 0, 3), 1 * H],
     ]);
+  });
+
+  it("the fold's remembered intervals are zone.ts's, across changes of offset, in zones of odd offsets, forward and back", () => {
+    const zones = ['UTC', 'Asia/Kolkata', 'Asia/Kathmandu', 'Europe/Berlin', 'America/St_Johns', 'Australia/Lord_Howe', 'Pacific/Chatham', 'America/Sao_Paulo'];
+    const from = Date.UTC(2025, 0, 1);
+    // Times every 14 to 194 minutes over a year, with a step back now and then (a call's start asked after later events).
+    let seed = 7;
+    const next = () => (seed = (seed * 48271) % 2147483647);
+    for (const zone of zones) {
+      const recent = new RecentIntervals();
+      let t = from;
+      for (let i = 0; i < 5000; i++) {
+        t += (14 + (next() % 181)) * 60_000;
+        const asked = next() % 5 === 0 ? t - (next() % 180) * 60_000 : t;
+        for (const unit of ['hour', 'day'] as const) {
+          const start = startOf(asked, unit, zone);
+          expect([zone, unit, asked, recent.startOf(asked, unit, zone)]).toEqual([zone, unit, asked, start]);
+        }
+        const spans: [number, number][] = [];
+        recent.splitSpan(asked, asked + 5 * H, 'hour', zone, (s, ms) => spans.push([s, ms]));
+        const expected: [number, number][] = [];
+        splitSpan(asked, asked + 5 * H, 'hour', zone, (s, ms) => expected.push([s, ms]));
+        expect(spans).toEqual(expected);
+      }
+    }
   });
 });
 
