@@ -8,7 +8,7 @@
 import type { RecordedEvent } from '../gateways/event-store/port.js';
 import { LEG_EVENT_TYPES, type CallEndedData } from '../domain/call-events.js';
 import type { ServiceProvisionedData } from '../domain/events.js';
-import { eventTypes, isEvent, type Recorded } from '../domain/platform-events.js';
+import { eventTypes, type Recorded } from '../domain/platform-events.js';
 import {
   emptyWrite,
   type AgentDayDelta,
@@ -80,21 +80,15 @@ const LOGIN_EVENTS = eventTypes('AgentLoggedIn', 'AgentLoggedOut', 'AgentBreakSt
 /** The call events the figures count (not CustomerRing: nothing counted changes when the customer is rung). */
 const CALL_EVENTS = eventTypes('CallStarted', ...LEG_EVENT_TYPES.filter((t) => t !== 'CustomerRing'), 'CallEnded');
 
+/** The events the figures read (the services' timezones are the timeline's). */
+const FIGURE_EVENTS = [...LOGIN_EVENTS.list, ...CALL_EVENTS.list];
+
 /**
- * What a model folds: everything (the projector), or one of two halves that replay folds in two
- * threads into two files and joins: the timeline (boundaries and snapshots) or the figures (the rest).
+ * What the model reads of the log: every event (null: the timeline counts them all), and the data of
+ * these types only (the rest need not be decoded for it).
  */
-export type AnalyticsPart = 'all' | 'timeline' | 'figures';
-
-/** The events the figures read: the rest need not be decoded for them. */
-const FIGURE_EVENTS = new Set<string>([...LOGIN_EVENTS.list, ...CALL_EVENTS.list, 'ServiceProvisioned']);
-
-/** What a model folding `part` reads of the log (AnalyticsModel.reads). */
-export function analyticsReads(part: AnalyticsPart): { only: string[] | null; data: string[] } {
-  const timeline = part !== 'figures';
-  const figures = part !== 'timeline';
-  const data = new Set<string>([...(figures ? FIGURE_EVENTS : []), ...(timeline ? TIMELINE_DATA_TYPES : [])]);
-  return { only: timeline ? null : [...data], data: [...data] };
+export function analyticsReads(): { only: null; data: string[] } {
+  return { only: null, data: [...new Set<string>([...FIGURE_EVENTS, ...TIMELINE_DATA_TYPES])] };
 }
 
 export class AnalyticsModel {
@@ -109,19 +103,10 @@ export class AnalyticsModel {
   private pending: AnalyticsWrite;
   private pendingEvents = 0;
   private readonly intervals = new RecentIntervals();
-  /** Figures only: each service's timezone (without the timeline, which holds the services). */
-  private readonly zones = new Map<number, string>();
-  private readonly timeline: boolean;
-  private readonly figures: boolean;
   private known: KnownDoc | undefined;
 
-  constructor(
-    private readonly store: AnalyticsStore,
-    part: AnalyticsPart = 'all',
-  ) {
+  constructor(private readonly store: AnalyticsStore) {
     this.pending = emptyWrite(store.checkpoint());
-    this.timeline = part !== 'figures';
-    this.figures = part !== 'timeline';
   }
 
   /**
@@ -130,14 +115,6 @@ export class AnalyticsModel {
    */
   besideFold(known: KnownDoc): void {
     this.known = known;
-  }
-
-  /**
-   * What this model reads of the log: the event types it needs to see at all (null: every event, the
-   * timeline counts them), and those whose data it reads.
-   */
-  get reads(): { only: string[] | null; data: string[] } {
-    return analyticsReads(this.timeline ? (this.figures ? 'all' : 'timeline') : 'figures');
   }
 
   get position(): number {
@@ -184,7 +161,6 @@ export class AnalyticsModel {
   }
 
   private timezoneOf(svcId: number): string {
-    if (!this.timeline) return this.zones.get(svcId) ?? 'UTC';
     const svc = this.timelines.get(svcId)?.get(`services\u0000${svcId}`) as ServiceProvisionedData | undefined;
     return svc?.timezone ?? 'UTC';
   }
@@ -207,15 +183,10 @@ export class AnalyticsModel {
     if (e.position <= this.pending.position) return;
     this.pending.position = e.position;
     this.pendingEvents++;
-    if (this.timeline) {
-      for (const svcId of timelineServices(e)) this.timelineOf(svcId, e);
-      if (++this.sinceBoundary >= SNAPSHOT_EVERY) this.boundary(e);
-    }
-    if (!this.figures) return;
+    for (const svcId of timelineServices(e)) this.timelineOf(svcId, e);
+    if (++this.sinceBoundary >= SNAPSHOT_EVERY) this.boundary(e);
     if (LOGIN_EVENTS.has(e)) this.applyLogin(e);
     else if (e.streamId.startsWith('call-') && CALL_EVENTS.has(e)) this.applyCall(e);
-    // The timeline's services document, for the timezone (its last provisioning's).
-    else if (!this.timeline && isEvent(e, 'ServiceProvisioned')) this.zones.set(e.data.svcId, e.data.timezone);
   }
 
   private boundary(e: RecordedEvent) {

@@ -8,6 +8,59 @@ import type Database from 'better-sqlite3';
 import { openSqlite } from '../gateways/sqlite.js';
 import { parseState, type TimelineState } from './timeline.js';
 
+/** Rows a statement of RowBatch inserts at most. */
+const BATCH_ROWS = 64;
+
+/**
+ * One INSERT run for many rows as statements of up to BATCH_ROWS rows each, in order (the same as a
+ * statement per row, row after row): a replay's flush writes tens of thousands of rows, and a
+ * statement per row cost more in the calls into SQLite than in the rows.
+ */
+class RowBatch {
+  private readonly values: unknown[] = [];
+  private rows = 0;
+  private readonly statements = new Map<number, Database.Statement>();
+
+  /** `head` VALUES (?, ...) x rows `tail`, with `columns` parameters a row. */
+  constructor(
+    private readonly db: Database.Database,
+    private readonly head: string,
+    private readonly columns: number,
+    private readonly tail: string,
+  ) {}
+
+  private statement(rows: number): Database.Statement {
+    let s = this.statements.get(rows);
+    if (!s) {
+      const row = `(${new Array(this.columns).fill('?').join(', ')})`;
+      this.statements.set(rows, (s = this.db.prepare(`${this.head} VALUES ${new Array(rows).fill(row).join(', ')} ${this.tail}`)));
+    }
+    return s;
+  }
+
+  add(...row: unknown[]): void {
+    for (let i = 0; i < row.length; i++) this.values.push(row[i]);
+    if (++this.rows === BATCH_ROWS) this.flush();
+  }
+
+  /** Forgets the rows added since the last flush (those of a write that failed). */
+  discard(): void {
+    this.values.length = 0;
+    this.rows = 0;
+  }
+
+  /** Runs the rows added since the last flush. */
+  flush(): void {
+    if (this.rows === 0) return;
+    try {
+      this.statement(this.rows).run(this.values);
+    } finally {
+      this.values.length = 0;
+      this.rows = 0;
+    }
+  }
+}
+
 /** One agent's figures on one local day (additive). */
 export interface AgentDayDelta {
   offered: number;
@@ -100,9 +153,22 @@ export const emptyWrite = (position: number): AnalyticsWrite => ({
   position,
 });
 
+// Each row adds to the one stored under its key, if any (also to one written earlier in the same statement).
+const ADD_AGENT_DAY = `ON CONFLICT (svc_id, day_start, agent_id) DO UPDATE SET
+  offered = offered + excluded.offered, answered = answered + excluded.answered, talk_ms = talk_ms + excluded.talk_ms,
+  login_ms = login_ms + excluded.login_ms, b1 = b1 + excluded.b1, b2 = b2 + excluded.b2, b3 = b3 + excluded.b3,
+  b4 = b4 + excluded.b4, b5 = b5 + excluded.b5, b6 = b6 + excluded.b6`;
+const ADD_SERVICE_HOUR = `ON CONFLICT (svc_id, hour_start) DO UPDATE SET
+  inbound = inbound + excluded.inbound, outbound = outbound + excluded.outbound, answered = answered + excluded.answered,
+  missed = missed + excluded.missed, abandoned = abandoned + excluded.abandoned, entered = entered + excluded.entered,
+  waited = waited + excluded.waited, wait_ms = wait_ms + excluded.wait_ms`;
+const ADD_WAIT = 'ON CONFLICT (svc_id, hour_start, wait_s) DO UPDATE SET calls = calls + excluded.calls';
+
 export class AnalyticsStore {
   readonly db: Database.Database;
   private readonly s;
+  /** The additive rows of a write, many a statement. */
+  private readonly batches: Record<'calls' | 'agentDays' | 'serviceHours' | 'waits', RowBatch>;
   /** Made once: a transaction wrapper per write showed in profiles (one write per projector batch). */
   private readonly writeTx: (w: AnalyticsWrite) => void;
 
@@ -134,16 +200,6 @@ export class AnalyticsStore {
     this.s = {
       getMeta: db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE name = ?'),
       setMeta: db.prepare('INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value'),
-      insertCall: db.prepare('INSERT OR REPLACE INTO call_rows (svc_id, start_time, xnid, row) VALUES (?, ?, ?, ?)'),
-      addAgentDay: db.prepare(`INSERT INTO agent_days VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (svc_id, day_start, agent_id) DO UPDATE SET
-        offered = offered + excluded.offered, answered = answered + excluded.answered, talk_ms = talk_ms + excluded.talk_ms,
-        login_ms = login_ms + excluded.login_ms, b1 = b1 + excluded.b1, b2 = b2 + excluded.b2, b3 = b3 + excluded.b3,
-        b4 = b4 + excluded.b4, b5 = b5 + excluded.b5, b6 = b6 + excluded.b6`),
-      addServiceHour: db.prepare(`INSERT INTO service_hours VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (svc_id, hour_start) DO UPDATE SET
-        inbound = inbound + excluded.inbound, outbound = outbound + excluded.outbound, answered = answered + excluded.answered,
-        missed = missed + excluded.missed, abandoned = abandoned + excluded.abandoned, entered = entered + excluded.entered,
-        waited = waited + excluded.waited, wait_ms = wait_ms + excluded.wait_ms`),
-      addWait: db.prepare(`INSERT INTO service_waits VALUES (?, ?, ?, ?) ON CONFLICT (svc_id, hour_start, wait_s) DO UPDATE SET calls = calls + excluded.calls`),
       setOpen: db.prepare('INSERT OR REPLACE INTO agent_open VALUES (?, ?, ?, ?, ?, ?)'),
       setOpenCall: db.prepare('INSERT OR REPLACE INTO open_calls (xnid, state) VALUES (?, ?)'),
       delOpenCall: db.prepare('DELETE FROM open_calls WHERE xnid = ?'),
@@ -179,6 +235,12 @@ export class AnalyticsStore {
         'SELECT s.svc_id, s.state FROM timeline_snapshots s JOIN (SELECT svc_id, MAX(position) p FROM timeline_snapshots GROUP BY svc_id) l ON s.svc_id = l.svc_id AND s.position = l.p',
       ),
     };
+    this.batches = {
+      calls: new RowBatch(db, 'INSERT OR REPLACE INTO call_rows (svc_id, start_time, xnid, row)', 4, ''),
+      agentDays: new RowBatch(db, 'INSERT INTO agent_days', 13, ADD_AGENT_DAY),
+      serviceHours: new RowBatch(db, 'INSERT INTO service_hours', 10, ADD_SERVICE_HOUR),
+      waits: new RowBatch(db, 'INSERT INTO service_waits', 4, ADD_WAIT),
+    };
     this.writeTx = db.transaction((w: AnalyticsWrite) => this.writeRows(w));
   }
 
@@ -195,14 +257,20 @@ export class AnalyticsStore {
     const s = this.s;
     const stored = this.checkpoint();
     if (stored !== w.from) throw new CheckpointMovedError(w.from, stored);
-    for (const c of w.calls) s.insertCall.run(c.svcId, c.startTime, c.xnid, c.row);
+    const b = this.batches;
+    for (const batch of Object.values(b)) batch.discard();
+    for (const c of w.calls) b.calls.add(c.svcId, c.startTime, c.xnid, c.row);
+    b.calls.flush();
     for (const { svcId, agentId, dayStart, d } of w.agentDays.values()) {
-      s.addAgentDay.run(svcId, agentId, dayStart, d.offered, d.answered, d.talkMs, d.loginMs, d.breakMs[1], d.breakMs[2], d.breakMs[3], d.breakMs[4], d.breakMs[5], d.breakMs[6]);
+      b.agentDays.add(svcId, agentId, dayStart, d.offered, d.answered, d.talkMs, d.loginMs, d.breakMs[1], d.breakMs[2], d.breakMs[3], d.breakMs[4], d.breakMs[5], d.breakMs[6]);
     }
+    b.agentDays.flush();
     for (const { svcId, hourStart, d } of w.serviceHours.values()) {
-      s.addServiceHour.run(svcId, hourStart, d.inbound, d.outbound, d.answered, d.missed, d.abandoned, d.entered, d.waited, d.waitMs);
-      for (const [sec, n] of d.waits) s.addWait.run(svcId, hourStart, sec, n);
+      b.serviceHours.add(svcId, hourStart, d.inbound, d.outbound, d.answered, d.missed, d.abandoned, d.entered, d.waited, d.waitMs);
+      for (const [sec, n] of d.waits) b.waits.add(svcId, hourStart, sec, n);
     }
+    b.serviceHours.flush();
+    b.waits.flush();
     for (const o of w.agentOpen.values()) s.setOpen.run(o.svcId, o.agentId, o.timezone, o.loginSince, o.breakCode, o.breakSince);
     for (const [xnid, state] of w.openCalls) state === null ? s.delOpenCall.run(xnid) : s.setOpenCall.run(xnid, JSON.stringify(state));
     for (const b of w.boundaries) s.insertBoundary.run(b.position, b.time);
@@ -290,19 +358,6 @@ export class AnalyticsStore {
       position: this.s.lastBoundary.get()?.position ?? 0,
       states: new Map(this.s.latestSnapshots.all().map((r) => [r.svc_id, parseState(r.state)])),
     };
-  }
-
-  /** Replay: copies the timeline (boundaries and snapshots) of another staged store into this one. */
-  copyTimelineFrom(file: string): void {
-    this.db.prepare('ATTACH DATABASE ? AS timeline').run(file);
-    try {
-      this.db.transaction(() => {
-        this.db.prepare('INSERT INTO main.timeline_boundaries SELECT * FROM timeline.timeline_boundaries').run();
-        this.db.prepare('INSERT INTO main.timeline_snapshots SELECT * FROM timeline.timeline_snapshots').run();
-      })();
-    } finally {
-      this.db.prepare('DETACH DATABASE timeline').run();
-    }
   }
 
   /** Throwaway storage being built (replay): no journal, no syncs; the caller makes it durable at the end. */

@@ -10,7 +10,7 @@ import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { PageDecoder, type PageFilter } from '../gateways/event-store/sqlite-pages.js';
 import type { RecordedEvent } from '../gateways/event-store/port.js';
 import { SqliteReadStore } from '../gateways/read-store/sqlite.js';
-import { AnalyticsModel, analyticsReads, type AnalyticsPart } from '../analytics/model.js';
+import { AnalyticsModel, analyticsReads } from '../analytics/model.js';
 import { AnalyticsStore } from '../analytics/store.js';
 import { projections as allProjections } from './index.js';
 import { DocumentFold, foldTypes } from './fold.js';
@@ -28,8 +28,8 @@ export interface ReplayTask {
   projections: string[];
   /** Projections whose checkpoints this thread sets at the head in `docsFile`. */
   checkpoints: string[];
-  /** The staged analytics store and what of the analytics models this thread folds into it, if any. */
-  analytics: { file: string; part: AnalyticsPart } | null;
+  /** The staged analytics store this thread folds the analytics models into, if any. */
+  analytics: { file: string } | null;
   /** Fold events at positions 1..total. */
   total: number;
   maxDocs: number;
@@ -53,7 +53,7 @@ export type ReplayInput = { page: Uint8Array } | { end: true } | { write: true }
 export function shareReads(task: Pick<ReplayTask, 'docsFile' | 'projections' | 'analytics'>): { only: string[] | null; data: string[] | null } {
   const docTypes = task.docsFile === null ? [] : foldTypes(allProjections.filter((p) => task.projections.includes(p.name)));
   if (docTypes === null) return { only: null, data: null };
-  const model = task.analytics ? analyticsReads(task.analytics.part) : { only: [], data: [] };
+  const model = task.analytics ? analyticsReads() : { only: [], data: [] };
   const union = (a: string[], b: string[]) => [...new Set([...a, ...b])];
   return { only: model.only && union(docTypes, model.only), data: union(docTypes, model.data) };
 }
@@ -87,7 +87,7 @@ export async function foldShare(task: ReplayTask, io: ShareIo): Promise<number> 
   try {
     analytics?.bulkLoadMode();
     docs?.bulkLoadMode();
-    const model = analytics && new AnalyticsModel(analytics, task.analytics!.part);
+    const model = analytics && new AnalyticsModel(analytics);
     const fold = docs && new DocumentFold(allProjections.filter((p) => task.projections.includes(p.name)), docs);
     // The timeline's agents are the fold's (both fold every event from the start, the fold first).
     if (model && fold?.collections.includes('agents')) model.besideFold(fold.current);

@@ -6,10 +6,11 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { intervalStarts, nextStart, splitSpan, startOf } from '../../src/domain/zone.js';
-import { AnalyticsStore } from '../../src/analytics/store.js';
+import { AnalyticsStore, emptyWrite } from '../../src/analytics/store.js';
 import { AnalyticsModel, SNAPSHOT_EVERY } from '../../src/analytics/model.js';
 import { exportStream, neutralise, type ExportRow } from '../../src/analytics/export.js';
 import { docOf } from '../../src/analytics/timeline.js';
+import { RecentIntervals } from '../../src/analytics/intervals.js';
 import { timelineStateAt } from '../../src/analytics/queries.js';
 import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
 import type { RecordedEvent } from '../../src/gateways/event-store/port.js';
@@ -42,6 +43,31 @@ describe('local intervals', () => {
       [Date.UTC(2026, 0, 2), 24 * H],
       [Date.UTC(2026, 0, 3), 1 * H],
     ]);
+  });
+
+  it("the fold's remembered intervals are zone.ts's, across changes of offset, in zones of odd offsets, forward and back", () => {
+    const zones = ['UTC', 'Asia/Kolkata', 'Asia/Kathmandu', 'Europe/Berlin', 'America/St_Johns', 'Australia/Lord_Howe', 'Pacific/Chatham', 'America/Sao_Paulo'];
+    const from = Date.UTC(2025, 0, 1);
+    // Times every 14 to 194 minutes over a year, with a step back now and then (a call's start asked after later events).
+    let seed = 7;
+    const next = () => (seed = (seed * 48271) % 2147483647);
+    for (const zone of zones) {
+      const recent = new RecentIntervals();
+      let t = from;
+      for (let i = 0; i < 5000; i++) {
+        t += (14 + (next() % 181)) * 60_000;
+        const asked = next() % 5 === 0 ? t - (next() % 180) * 60_000 : t;
+        for (const unit of ['hour', 'day'] as const) {
+          const start = startOf(asked, unit, zone);
+          expect([zone, unit, asked, recent.startOf(asked, unit, zone)]).toEqual([zone, unit, asked, start]);
+        }
+        const spans: [number, number][] = [];
+        recent.splitSpan(asked, asked + 5 * H, 'hour', zone, (s, ms) => spans.push([s, ms]));
+        const expected: [number, number][] = [];
+        splitSpan(asked, asked + 5 * H, 'hour', zone, (s, ms) => expected.push([s, ms]));
+        expect(spans).toEqual(expected);
+      }
+    }
   });
 });
 
@@ -91,6 +117,41 @@ describe('analytics fold', () => {
       expect(store.agentDays(7, d0, d0 + 24 * H)).toEqual([{ agentId: 1, offered: 0, answered: 0, talkMs: 0, loginMs: H, breakMs: [0, 0, 0, H / 2, 0, 0, 0] }]);
       expect(store.agentDays(7, d0 + 24 * H, d0 + 48 * H)[0]).toMatchObject({ loginMs: 2 * H, breakMs: [0, 0, 0, H / 4, 0, 0, 0] });
       expect(store.agentOpen(7)).toEqual([{ svcId: 7, agentId: 1, timezone: 'UTC', loginSince: null, breakCode: null, breakSince: null }]);
+    });
+  });
+
+  it('a write of many rows stores each once and adds to rows stored; a write refused midway stores none of its rows, its retry all', () => {
+    withStore((store) => {
+      // More rows of each kind than one statement takes (the store writes many rows a statement).
+      const write = (from: number, position: number, badHour = -1) => {
+        const w = emptyWrite(from);
+        w.position = position;
+        for (let i = 0; i < 150; i++) w.calls.push({ svcId: 7, startTime: 1000 + i, xnid: `x${i}`, row: `{"n":${i}}` });
+        for (let h = 0; h < 70; h++) {
+          const waits = new Map<number, number>();
+          for (let sec = 0; sec < 3; sec++) waits.set(sec, h + 1);
+          w.serviceHours.set(`7|${h}`, { svcId: 7, hourStart: h * H, d: { inbound: (h === badHour ? null : 1) as number, outbound: 0, answered: 1, missed: 0, abandoned: 0, entered: 1, waited: 1, waitMs: h, waits } });
+        }
+        for (let a = 0; a < 100; a++) w.agentDays.set(`7|${a}|0`, { svcId: 7, agentId: a, dayStart: 0, d: { offered: 1, answered: a, talkMs: 0, loginMs: 0, breakMs: [0, 0, 0, 0, 0, 0, 0] } });
+        return w;
+      };
+      // A row the store refuses (NOT NULL) among the hours, after every call and some waits: the whole write is undone.
+      expect(() => store.write(write(0, 10, 63))).toThrow(/NOT NULL/);
+      expect(store.checkpoint()).toBe(0);
+      expect(store.countCalls(7, 0, 1e6)).toBe(0);
+      store.write(write(0, 10));
+      store.write(write(10, 20));
+      expect(store.checkpoint()).toBe(20);
+      expect(store.countCalls(7, 0, 1e6)).toBe(150);
+      expect([...store.callRows(7, 0, 1e6)].slice(0, 2)).toEqual(['{"n":0}', '{"n":1}']);
+      const { rows, waits } = store.serviceHours(7, 0, 70 * H);
+      expect(rows).toHaveLength(70);
+      expect(rows[69]).toMatchObject({ hourStart: 69 * H, inbound: 2, waited: 2, waitMs: 138 });
+      expect(waits).toHaveLength(210);
+      for (const r of waits) expect(r.calls).toBe(2 * (r.hourStart / H + 1));
+      const days = store.agentDays(7, 0, 1);
+      expect(days).toHaveLength(100);
+      expect(days.find((d) => d.agentId === 99)).toMatchObject({ offered: 2, answered: 198 });
     });
   });
 

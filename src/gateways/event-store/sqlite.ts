@@ -123,6 +123,11 @@ export class SqliteEventStore implements EventStore {
            CASE WHEN @types = 'null' OR type IN (SELECT value FROM json_each(@types)) THEN data ELSE '' END), char(30)) AS BLOB), max(position)
          FROM (SELECT position, time, type, stream_id, data FROM events WHERE position > @after AND position <= @upTo ORDER BY position LIMIT @limit)`,
       ).raw(),
+      // scanPage with every event's data: no CASE to evaluate per row (~15% of the read).
+      scanPageAll: this.db.prepare<[{ after: number; upTo: number; limit: number }], [Buffer | null, number | null]>(
+        `SELECT CAST(group_concat(concat_ws(char(31), position, time, type, json_quote(stream_id), data), char(30)) AS BLOB), max(position)
+         FROM (SELECT position, time, type, stream_id, data FROM events WHERE position > @after AND position <= @upTo ORDER BY position LIMIT @limit)`,
+      ).raw(),
     };
     this.head = this.stmts.head.get()?.p ?? 0;
     const dataVersion = this.db.prepare<[], number>('PRAGMA data_version').pluck();
@@ -289,7 +294,7 @@ export class SqliteEventStore implements EventStore {
     if (encoding !== 'UTF-8') throw new Error(`replay reads pages of a UTF-8 event log only (this one is ${String(encoding)})`);
     const types = JSON.stringify(data);
     while (after < upTo) {
-      const [page, last] = this.stmts.scanPage.get({ types, after, upTo, limit: pageSize })!;
+      const [page, last] = (data === null ? this.stmts.scanPageAll.get({ after, upTo, limit: pageSize }) : this.stmts.scanPage.get({ types, after, upTo, limit: pageSize }))!;
       if (page === null || last === null) return;
       yield page;
       after = last;
