@@ -9,7 +9,7 @@ import type { EventStore, Subscription } from '../gateways/event-store/port.js';
 import { PositionWaiters } from '../projections/position-waiters.js';
 import { unavailable } from '../domain/errors.js';
 import { AnalyticsModel } from './model.js';
-import type { AnalyticsStore } from './store.js';
+import { CheckpointMovedError, type AnalyticsStore } from './store.js';
 
 export interface Analytics {
   store: AnalyticsStore;
@@ -22,22 +22,33 @@ export interface Analytics {
 const MAX_BATCH = 2000;
 
 /** The analytics read models, folded in this process (role `projector`). */
-export function analyticsProjector(events: EventStore, store: AnalyticsStore, logger?: Pick<Logger, 'error'>): Analytics {
-  const model = new AnalyticsModel(store);
+export function analyticsProjector(events: EventStore, store: AnalyticsStore, logger?: Pick<Logger, 'error' | 'warn'>): Analytics {
+  let model = new AnalyticsModel(store);
   const waiters = new PositionWaiters();
   let sub: Subscription | null = null;
   let loop: Promise<void> | null = null;
   let stopped = false;
   let scheduled = false;
   let failure: unknown = null;
+  /**
+   * Another process wrote the store past this one's checkpoint (`telephony export calls` catching up
+   * while the server runs): what it holds in memory is dropped and the fold starts again from the store.
+   */
+  let moved = false;
 
   const flush = () => {
-    if (model.unwritten === 0) return;
+    if (moved || model.unwritten === 0) return;
     for (let attempt = 0; ; attempt++) {
       try {
         model.flush();
         break;
       } catch (err) {
+        if (err instanceof CheckpointMovedError) {
+          logger?.warn({ err }, 'analytics store written by another process; folding again from its checkpoint');
+          moved = true;
+          sub?.close();
+          return;
+        }
         // The store refused the transaction: nothing of it was written; the same write is tried again.
         logger?.error({ err, attempt }, 'analytics write failed; retrying');
         if (attempt >= 5) throw err;
@@ -46,36 +57,64 @@ export function analyticsProjector(events: EventStore, store: AnalyticsStore, lo
     waiters.advance(model.position);
   };
 
+  /** The model as the store holds it, and a subscription from its checkpoint. */
+  const begin = async () => {
+    model = new AnalyticsModel(store);
+    await model.load(events);
+    moved = false;
+    waiters.advance(model.position);
+    sub = events.subscribeToAll({ after: model.position });
+    return sub;
+  };
+
+  const follow = async (first: Subscription) => {
+    let s = first;
+    for (;;) {
+      try {
+        for await (const e of s) {
+          model.apply(e);
+          if (model.unwritten >= MAX_BATCH) flush();
+          else if (!scheduled) {
+            // Events already read arrive through microtasks: writing on the next macrotask batches them.
+            scheduled = true;
+            setImmediate(() => {
+              scheduled = false;
+              try {
+                if (!stopped || store.db.open) flush();
+              } catch (err) {
+                fail(err);
+              }
+            });
+          }
+          if (stopped || moved) break;
+        }
+      } catch (err) {
+        fail(err);
+        return;
+      }
+      if (stopped || !moved) return;
+      s.close();
+      try {
+        s = await begin();
+      } catch (err) {
+        fail(err);
+        return;
+      }
+    }
+  };
+
+  const fail = (err: unknown) => {
+    if (stopped || failure) return;
+    failure = err;
+    logger?.error({ err }, 'analytics projector stopped');
+    waiters.fail(err);
+    sub?.close();
+  };
+
   return {
     store,
     async start() {
-      await model.load(events);
-      waiters.advance(model.position);
-      sub = events.subscribeToAll({ after: model.position });
-      const s = sub;
-      loop = (async () => {
-        try {
-          for await (const e of s) {
-            model.apply(e);
-            if (model.unwritten >= MAX_BATCH) flush();
-            else if (!scheduled) {
-              // Events already read arrive through microtasks: writing on the next macrotask batches them.
-              scheduled = true;
-              setImmediate(() => {
-                scheduled = false;
-                if (!stopped || store.db.open) flush();
-              });
-            }
-            if (stopped) break;
-          }
-        } catch (err) {
-          if (!stopped) {
-            failure = err;
-            logger?.error({ err }, 'analytics projector stopped');
-            waiters.fail(err);
-          }
-        }
-      })();
+      loop = follow(await begin());
     },
     async caughtUp(timeoutMs = 10_000) {
       if (failure) throw unavailable('the analytics read models are not available');
@@ -86,7 +125,7 @@ export function analyticsProjector(events: EventStore, store: AnalyticsStore, lo
       stopped = true;
       sub?.close();
       await loop;
-      if (store.db.open) flush();
+      if (store.db.open && !failure) flush();
       store.close();
     },
   };
