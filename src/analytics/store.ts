@@ -5,61 +5,8 @@
  * Everything in it is derived from the log: `telephony replay` rebuilds it into a fresh file.
  */
 import type Database from 'better-sqlite3';
-import { openSqlite } from '../gateways/sqlite.js';
+import { RowBatch, openSqlite } from '../gateways/sqlite.js';
 import { parseState, type TimelineState } from './timeline.js';
-
-/** Rows a statement of RowBatch inserts at most. */
-const BATCH_ROWS = 64;
-
-/**
- * One INSERT run for many rows as statements of up to BATCH_ROWS rows each, in order (the same as a
- * statement per row, row after row): a replay's flush writes tens of thousands of rows, and a
- * statement per row cost more in the calls into SQLite than in the rows.
- */
-class RowBatch {
-  private readonly values: unknown[] = [];
-  private rows = 0;
-  private readonly statements = new Map<number, Database.Statement>();
-
-  /** `head` VALUES (?, ...) x rows `tail`, with `columns` parameters a row. */
-  constructor(
-    private readonly db: Database.Database,
-    private readonly head: string,
-    private readonly columns: number,
-    private readonly tail: string,
-  ) {}
-
-  private statement(rows: number): Database.Statement {
-    let s = this.statements.get(rows);
-    if (!s) {
-      const row = `(${new Array(this.columns).fill('?').join(', ')})`;
-      this.statements.set(rows, (s = this.db.prepare(`${this.head} VALUES ${new Array(rows).fill(row).join(', ')} ${this.tail}`)));
-    }
-    return s;
-  }
-
-  add(...row: unknown[]): void {
-    for (let i = 0; i < row.length; i++) this.values.push(row[i]);
-    if (++this.rows === BATCH_ROWS) this.flush();
-  }
-
-  /** Forgets the rows added since the last flush (those of a write that failed). */
-  discard(): void {
-    this.values.length = 0;
-    this.rows = 0;
-  }
-
-  /** Runs the rows added since the last flush. */
-  flush(): void {
-    if (this.rows === 0) return;
-    try {
-      this.statement(this.rows).run(this.values);
-    } finally {
-      this.values.length = 0;
-      this.rows = 0;
-    }
-  }
-}
 
 /** One agent's figures on one local day (additive). */
 export interface AgentDayDelta {

@@ -9,7 +9,7 @@
  * document or brings back a deleted one.
  */
 import type Database from 'better-sqlite3';
-import { openSqlite } from '../sqlite.js';
+import { RowBatch, openSqlite } from '../sqlite.js';
 import type { Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
 
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -193,19 +193,10 @@ export class SqliteReadStore implements ReadStore {
   /** Replay: stores the documents of a collection this (fresh) store has none of yet, in one transaction. */
   insertFresh(collection: string, docs: Iterable<[string, Doc]>): void {
     // Many rows a statement: one run per document cost about as much as the insert itself.
-    const ROWS = 64;
-    const sql = (n: number) => `INSERT INTO docs (collection, id, data, expires_at) VALUES ${Array.from({ length: n }, () => '(?, ?, ?, NULL)').join(', ')}`;
-    const many = this.db.prepare(sql(ROWS));
-    const args: string[] = [];
+    const rows = new RowBatch(this.db, 'INSERT INTO docs (collection, id, data)', 3, '');
     this.db.transaction(() => {
-      for (const [id, doc] of docs) {
-        args.push(collection, id, JSON.stringify(doc));
-        if (args.length === 3 * ROWS) {
-          many.run(args);
-          args.length = 0;
-        }
-      }
-      if (args.length > 0) this.db.prepare(sql(args.length / 3)).run(args);
+      for (const [id, doc] of docs) rows.add(collection, id, JSON.stringify(doc));
+      rows.flush();
     })();
   }
 
