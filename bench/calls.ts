@@ -40,6 +40,7 @@ export async function benchCalls(options: { calls?: number; warmup?: number; inF
   const inFlight = options.inFlight ?? 20;
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ct-bench-calls-'));
   const config = loadConfig({
+    EMBEDDED_THREADS: process.env.EMBEDDED_THREADS,
     PORT: '0',
     SOCKET_PORT: '0',
     DATA_DIR: dataDir,

@@ -24,7 +24,7 @@ const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length 
 const auth = { authorization: `Basic ${Buffer.from('hist:hist-password').toString('base64')}` };
 
 async function start(dataDir: string): Promise<{ platform: Platform; url: string }> {
-  const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, OPERATOR_TOKEN: 'bench', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'silent' });
+  const config = loadConfig({ EMBEDDED_THREADS: process.env.EMBEDDED_THREADS, HOST: '127.0.0.1', PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, OPERATOR_TOKEN: 'bench', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'silent' });
   const platform = await createPlatform(config, { logger: pino({ level: 'silent' }) });
   const { httpUrl } = await platform.start();
   return { platform, url: httpUrl! };

@@ -45,7 +45,7 @@ export async function benchReplay(options: { events: number; exportCalls: number
   try {
     const start = Date.UTC(2025, 0, 1);
     const [log, writeMs] = await timed(() => writeSyntheticLog({ file: path.join(dir, 'events.db'), events: options.events, start, spanMs: YEAR }));
-    const config = loadConfig({ DATA_DIR: dir, PORT: '0', SOCKET_PORT: '0', HOST: '127.0.0.1', OPERATOR_TOKEN: randomBytes(12).toString('hex'), RATE_LIMIT_RPS: '0', LOG_LEVEL: 'silent' });
+    const config = loadConfig({ EMBEDDED_THREADS: process.env.EMBEDDED_THREADS, DATA_DIR: dir, PORT: '0', SOCKET_PORT: '0', HOST: '127.0.0.1', OPERATOR_TOKEN: randomBytes(12).toString('hex'), RATE_LIMIT_RPS: '0', LOG_LEVEL: 'silent' });
     const replayLoad = loadavg()[0]!;
     const cpu0 = process.cpuUsage();
     const result = await replay(config);
@@ -70,7 +70,7 @@ export async function benchReplay(options: { events: number; exportCalls: number
     // The export: 100,000 calls in one day, exported as xlsx by a process of its own, so its peak RSS is the export's.
     const exportStart = Date.UTC(2026, 0, 5);
     await writeSyntheticLog({ file: path.join(exportDir, 'events.db'), calls: options.exportCalls, minimal: true, start: exportStart, spanMs: 20 * 3_600_000 });
-    await replay(loadConfig({ DATA_DIR: exportDir }));
+    await replay(loadConfig({ EMBEDDED_THREADS: process.env.EMBEDDED_THREADS, DATA_DIR: exportDir }));
     const exported = await new Promise<{ bytes: number; seconds: number; maxRssKiB: number }>((resolve, reject) => {
       const child = fork(new URL('./export-worker.js', import.meta.url), [exportDir, String(exportStart), String(exportStart + 86_400_000)], { stdio: 'inherit' });
       child.once('message', (m) => resolve(m as { bytes: number; seconds: number; maxRssKiB: number }));

@@ -31,7 +31,7 @@ import { createPlatform } from '../src/platform.js';
 import type { LoadOptions, LoadResult, LoadTarget } from './load.js';
 import { benchCalls } from './calls.js';
 import { benchSocketFanout } from './socket.js';
-import { benchWebhooks, type WorkCounts } from './webhooks.js';
+import { benchWebhooks, storeStats, threadCpuMs, type WorkCounts } from './webhooks.js';
 import { benchDialerIngest } from './dialer-ingest.js';
 import { benchHistory, type HistoryBenchResult } from './history.js';
 import { applyProvisioning } from '../src/commands/provisioning/provision.js';
@@ -136,10 +136,18 @@ async function startBare(): Promise<{ url: string; close: () => Promise<void> }>
   return { url, close: () => app.close() };
 }
 
-async function startPlatform(): Promise<{ url: string; close: () => Promise<void> }> {
+interface Started {
+  url: string;
+  close: () => Promise<void>;
+  /** The platform's event store counts (commits, appends, syncs). */
+  stats?: () => ReturnType<typeof storeStats>;
+}
+
+async function startPlatform(): Promise<Started> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ct-bench-'));
   const provisionFile = EXAMPLE_DOCUMENT;
   const config = loadConfig({
+    EMBEDDED_THREADS: process.env.EMBEDDED_THREADS,
     HOST: '127.0.0.1',
     PORT: '0',
     SOCKET_PORT: '0',
@@ -155,6 +163,7 @@ async function startPlatform(): Promise<{ url: string; close: () => Promise<void
   await platform.ctx.sync.waitFor((await applyProvisioning(platform.ctx.events, fiftyDocument)).position);
   return {
     url: httpUrl,
+    stats: () => storeStats(platform.ctx.events),
     close: async () => {
       await platform.stop();
       rmSync(dataDir, { recursive: true, force: true });
@@ -198,8 +207,8 @@ async function httpSuite(): Promise<string> {
   const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
   const chosen = scenarios.filter((s, i) => i === 0 || !only || only.includes(s.name));
 
-  const servers: Partial<Record<Server, { url: string; close: () => Promise<void> }>> = {};
-  const results: Array<{ scenario: Scenario; result: LoadResult }> = [];
+  const servers: Partial<Record<Server, Started>> = {};
+  const results: Array<{ scenario: Scenario; result: LoadResult; work: string }> = [];
   try {
     servers.bare = await startBare();
     servers.platform = await startPlatform();
@@ -215,8 +224,21 @@ async function httpSuite(): Promise<string> {
         body: scenario.body,
       };
       if (warmupMs > 0) await load(target, { connections, durationMs: warmupMs });
+      const server = servers[scenario.server]!;
+      const before = { cpuMs: threadCpuMs(), cpu: process.cpuUsage(), store: server.stats?.() };
       const result = await profiled(scenario.name, () => load(target, { connections, durationMs }));
-      results.push({ scenario, result });
+      // The server thread's CPU per request: what a loaded machine inflates far less than the rate;
+      // and the whole process's (the load generator's thread and the stores' threads included).
+      const requests = Math.max(1, result.requests);
+      const threadUs = (1000 * (threadCpuMs() - before.cpuMs)) / requests;
+      const processCpu = process.cpuUsage(before.cpu);
+      const processUs = (processCpu.user + processCpu.system) / requests;
+      const after = server.stats?.();
+      const grouped =
+        before.store && after && after.appends > before.store.appends
+          ? `; ${f1((after.appends - before.store.appends) / (after.commits - before.store.commits))} appends a commit`
+          : '';
+      results.push({ scenario, result, work: `${fmt(threadUs)} µs CPU of the server thread a request (${fmt(processUs)} µs of the process)${grouped}` });
       process.stdout.write(`  ${scenario.name}: ${fmt(result.rps)} req/s\n`);
     }
   } finally {
@@ -240,7 +262,7 @@ async function httpSuite(): Promise<string> {
       `${fmt((result.rps / baseline.rps) * 100, 1)} %`,
     ]);
   }
-  let report = `${table(rows)}\n\n${results.map(({ scenario }) => `  ${scenario.name}: ${scenario.note}`).join('\n')}\n`;
+  let report = `${table(rows)}\n\n${results.map(({ scenario, work }) => `  ${scenario.name}: ${scenario.note}\n    ${work}`).join('\n')}\n`;
   if (process.env.BENCH_JSON === '1') report += `${JSON.stringify(results.map(({ scenario, result }) => ({ name: scenario.name, ...result })), null, 2)}\n`;
   const failed = results.filter(({ result }) => result.errors > 0 || (result.statuses['2xx'] ?? 0) < result.requests);
   if (failed.length > 0) {

@@ -119,7 +119,7 @@ export async function benchSocketFanout(opts: SocketFanoutOptions = {}): Promise
   const key = 'bench-socket-key';
 
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ct-bench-socket-'));
-  const config = loadConfig({ PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, ROLES: 'socket,projector', OPERATOR_TOKEN: 'bench', LOG_LEVEL: 'silent' });
+  const config = loadConfig({ EMBEDDED_THREADS: process.env.EMBEDDED_THREADS, PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, ROLES: 'socket,projector', OPERATOR_TOKEN: 'bench', LOG_LEVEL: 'silent' });
   const platform = await createPlatform(config, { logger: pino({ level: 'silent' }) });
   let worker: Worker | null = null;
   try {

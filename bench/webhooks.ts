@@ -120,7 +120,7 @@ export async function benchWebhooks(options: { calls?: number; window?: WindowHo
   const now = () => performance.timeOrigin + performance.now();
 
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ct-bench-webhooks-'));
-  const config = loadConfig({ PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, OPERATOR_TOKEN: 'bench', LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE: 'true', ROLES: 'worker,projector' });
+  const config = loadConfig({ EMBEDDED_THREADS: process.env.EMBEDDED_THREADS, PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, OPERATOR_TOKEN: 'bench', LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE: 'true', ROLES: 'worker,projector' });
   const platform = await createPlatform(config, { logger: pino({ level: 'silent' }) });
   try {
     await platform.start();

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 /** The one place environment variables are read (CONTRACT section 1). */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -44,6 +45,11 @@ export interface Config {
   /** Not in the contract's table: comment line interval of GET /api/v1/events (CONTRACT section 13 says 15 s). */
   liveHeartbeatMs: number;
   logLevel: string;
+  /**
+   * Not in the contract's table: the embedded stores' writes (event log, read models, analytics,
+   * job queue) on threads of their own (EMBEDDED_THREADS on, off, or auto: on with 4 cores or more).
+   */
+  embeddedThreads: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -114,6 +120,19 @@ function redisPrefix(env: Env): string {
   return raw;
 }
 
+/**
+ * The threads move work off the platform thread but cost CPU of their own (messages, wake-ups, the
+ * analytics thread decoding the log again): with 2 cores, shared with the clients or a load
+ * generator, they were as fast or slower (measured: README, "Benchmarks"); from 4 they pay.
+ */
+function embeddedThreads(env: Env): boolean {
+  const raw = (env.EMBEDDED_THREADS || 'auto').trim().toLowerCase();
+  if (raw === 'on') return true;
+  if (raw === 'off') return false;
+  if (raw !== 'auto') throw new ConfigError(`EMBEDDED_THREADS must be on, off or auto, got "${env.EMBEDDED_THREADS}"`);
+  return availableParallelism() >= 4;
+}
+
 function logLevel(env: Env): string {
   const level = (env.LOG_LEVEL || 'info').trim().toLowerCase();
   if (!LOG_LEVELS.includes(level)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
@@ -162,6 +181,7 @@ export function loadConfig(env: Env = process.env): Config {
     scheduleRetryS: int(env, 'SCHEDULE_RETRY_S', 60),
     publicBaseUrlSet: Boolean(env.PUBLIC_BASE_URL),
     liveHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 10),
+    embeddedThreads: embeddedThreads(env),
     logLevel: logLevel(env),
   };
 }

@@ -12,6 +12,8 @@ import type { Context } from './context.js';
 import type { EventStore } from './gateways/event-store/port.js';
 import type { ReadStore } from './gateways/read-store/port.js';
 import { SqliteEventStore } from './gateways/event-store/sqlite.js';
+import { writerThreadModule } from './gateways/event-store/sqlite-writer.js';
+import { canRunThreads } from './gateways/sqlite-thread.js';
 import { KurrentDbEventStore } from './gateways/event-store/kurrentdb.js';
 import { SqliteReadStore } from './gateways/read-store/sqlite.js';
 import { MongoReadStore } from './gateways/read-store/mongodb.js';
@@ -68,6 +70,7 @@ import { SCHEDULE_QUEUE } from './workers/scheduler/scheduled-calls.js';
 import type { ActiveCallDoc } from './projections/active-calls.js';
 import { AnalyticsStore } from './analytics/store.js';
 import { analyticsProjector, analyticsReader } from './analytics/projector.js';
+import { analyticsThread, canRunAnalyticsThread } from './analytics/thread.js';
 
 export interface Platform {
   ctx: Context;
@@ -121,13 +124,14 @@ export async function openEventStore(config: Config, now: () => number, logger?:
       log: (level, message, details) => logger?.[level](details ?? {}, message),
     });
   }
-  return new SqliteEventStore(path.join(config.dataDir, 'events.db'), now);
+  const file = path.join(config.dataDir, 'events.db');
+  return new SqliteEventStore(file, now, { writerThread: config.embeddedThreads && canRunThreads(file) ? writerThreadModule : null });
 }
 
 /** MongoDB when `MONGODB_URL` is set (connects and creates its indexes first), else SQLite in DATA_DIR. */
 export async function openReadStore(config: Config, now: () => number): Promise<ReadStore> {
   if (config.mongodbUrl) return MongoReadStore.open(config.mongodbUrl, { clock: now });
-  return new SqliteReadStore(path.join(config.dataDir, 'read.db'), now);
+  return new SqliteReadStore(path.join(config.dataDir, 'read.db'), now, { writerThread: config.embeddedThreads });
 }
 
 /** The analysts' read models: embedded in DATA_DIR whatever the other stores are (range queries, snapshots). */
@@ -139,14 +143,16 @@ export function openJobQueue(config: Config, logger?: Logger, now: () => number 
   // A job whose worker died (or lost Redis) mid-run is taken again once its 15 s lock lapses (checked
   // every 5 s), not after BullMQ's default 30 s + 30 s; handlers are short and idempotent.
   if (config.redisUrl) return new BullmqJobQueue(config.redisUrl, { prefix: config.redisPrefix, onError: (err) => logger?.warn({ err }, 'job queue: redis error'), lockDurationMs: 15_000, stalledIntervalMs: 5_000 });
-  return new EmbeddedJobQueue(path.join(config.dataDir, 'jobs.db'), { now });
+  const file = path.join(config.dataDir, 'jobs.db');
+  return new EmbeddedJobQueue(file, { now, thread: config.embeddedThreads && canRunThreads(file) });
 }
 
 export async function createPlatform(config: Config, options: { logger?: Logger; now?: () => number; sms?: SmsGateway; queue?: JobQueue } = {}): Promise<Platform> {
   const logger = options.logger ?? createLogger(config);
   const now = options.now ?? Date.now;
   const metrics = new PlatformMetrics();
-  const events = countingAppends(await openEventStore(config, now, logger), metrics);
+  const log = await openEventStore(config, now, logger);
+  const events = countingAppends(log, metrics);
   let storedReads: ReadStore;
   try {
     storedReads = await openReadStore(config, now);
@@ -190,7 +196,13 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   // shared DATA_DIR; on KurrentDB processes share no disk, so it builds its own from the log.
   const ownAnalytics = !config.roles.has('projector') && config.roles.has('api') && Boolean(config.eventStoreUrl);
   const analyticsStore = openAnalyticsStore(config, ownAnalytics ? 'analytics-api.db' : undefined);
-  const analytics = config.roles.has('projector') || ownAnalytics ? analyticsProjector(events, analyticsStore, logger) : analyticsReader(events, analyticsStore);
+  // Folded here on the embedded log: on a thread of its own in the built code (its own connections
+  // to both files), which leaves this thread only the queries.
+  const analytics = !(config.roles.has('projector') || ownAnalytics)
+    ? analyticsReader(events, analyticsStore)
+    : config.embeddedThreads && canRunAnalyticsThread(log)
+      ? analyticsThread(log, analyticsStore, logger)
+      : analyticsProjector(events, analyticsStore, logger);
   const ctx: Context = { config, events, reads, queue, sync, logger, now, signer, sms, metrics, readiness, analytics };
   const app = config.roles.has('api') ? await buildApp(ctx) : null;
   const callFlow = config.roles.has('worker')

@@ -61,10 +61,11 @@ export async function agentReport(ctx: Context, svcId: number, from: number, to:
   const lo = days[0]!;
   const hi = days[days.length - 1]!;
   const store = ctx.analytics.store;
-  const rows = new Map(store.agentDays(svcId, lo, hi).map((r) => [r.agentId, r]));
+  const [dayRows, opened] = store.snapshot(() => [store.agentDays(svcId, lo, hi), store.agentOpen(svcId)] as const);
+  const rows = new Map(dayRows.map((r) => [r.agentId, r]));
   const now = ctx.now();
   // Logins and breaks still open count up to now.
-  const open = new Map(store.agentOpen(svcId).map((o) => [o.agentId, o]));
+  const open = new Map(opened.map((o) => [o.agentId, o]));
   return (await serviceAgents(ctx, svcId)).map((a) => {
     const r = rows.get(a.agentId);
     let loginMs = r?.loginMs ?? 0;

@@ -118,6 +118,7 @@ export class AnalyticsStore {
   private readonly batches: Record<'calls' | 'agentDays' | 'serviceHours' | 'waits', RowBatch>;
   /** Made once: a transaction wrapper per write showed in profiles (one write per projector batch). */
   private readonly writeTx: (w: AnalyticsWrite) => void;
+  private readonly readTx: <T>(read: () => T) => T;
 
   constructor(readonly file: string) {
     this.db = openSqlite(file, 'NORMAL');
@@ -189,6 +190,16 @@ export class AnalyticsStore {
       waits: new RowBatch(db, 'INSERT INTO service_waits', 4, ADD_WAIT),
     };
     this.writeTx = db.transaction((w: AnalyticsWrite) => this.writeRows(w));
+    this.readTx = db.transaction(<T>(read: () => T): T => read()) as <T>(read: () => T) => T;
+  }
+
+  /**
+   * Reads made in one snapshot of the store: the projector writes it from another thread or process,
+   * and a write landing between two reads (a login closed: its time moves from the open logins to the
+   * day's figures) would be counted twice or not at all.
+   */
+  snapshot<T>(read: () => T): T {
+    return this.readTx(read);
   }
 
   checkpoint(): number {
@@ -270,7 +281,9 @@ export class AnalyticsStore {
   }
 
   serviceHours(svcId: number, from: number, to: number): { rows: ServiceHourRow[]; waits: { hourStart: number; waitS: number; calls: number }[] } {
-    const rows = this.s.serviceHours.all(svcId, from, to).map((r) => ({
+    // The hours and their waits as one write left them.
+    const [hours, waits] = this.snapshot(() => [this.s.serviceHours.all(svcId, from, to), this.s.serviceWaits.all(svcId, from, to)] as const);
+    const rows = hours.map((r) => ({
       hourStart: r.hour_start!,
       inbound: r.inbound!,
       outbound: r.outbound!,
@@ -281,8 +294,7 @@ export class AnalyticsStore {
       waited: r.waited!,
       waitMs: r.wait_ms!,
     }));
-    const waits = this.s.serviceWaits.all(svcId, from, to).map((r) => ({ hourStart: r.hour_start, waitS: r.wait_s, calls: r.calls }));
-    return { rows, waits };
+    return { rows, waits: waits.map((r) => ({ hourStart: r.hour_start, waitS: r.wait_s, calls: r.calls })) };
   }
 
   openCalls(): Map<string, string> {

@@ -165,9 +165,10 @@ describe('the server as a process', () => {
     }
   });
 
-  it('kill -9 during a burst of grouped commands loses no acknowledged one', async () => {
+  // With and without the embedded stores' threads (EMBEDDED_THREADS: auto is off on a 2-core machine).
+  it.each(['off', 'on'])('kill -9 during a burst of grouped commands loses no acknowledged one (EMBEDDED_THREADS=%s)', async (threads) => {
     const dataDir = newDataDir();
-    const server = await ServerProcess.start(dataDir, { PROVISION_FILE: writeDoc(exampleDoc()) });
+    const server = await ServerProcess.start(dataDir, { PROVISION_FILE: writeDoc(exampleDoc()), EMBEDDED_THREADS: threads });
     const admin = { ...basic('acme-admin', 's3cret-admin'), 'content-type': 'application/x-www-form-urlencoded' };
     const acknowledged: string[] = [];
     let killed = false;
@@ -201,10 +202,10 @@ describe('the server as a process', () => {
     }
   });
 
-  it('two processes on one DATA_DIR: every command decides on the last acknowledged write, whichever process made it', async () => {
+  it.each(['off', 'on'])('two processes on one DATA_DIR: every command decides on the last acknowledged write, whichever process made it (EMBEDDED_THREADS=%s)', async (threads) => {
     const dataDir = newDataDir();
-    const a = await ServerProcess.start(dataDir, { PROVISION_FILE: writeDoc(exampleDoc()) });
-    const b = await ServerProcess.start(dataDir, { ROLES: 'api' });
+    const a = await ServerProcess.start(dataDir, { PROVISION_FILE: writeDoc(exampleDoc()), EMBEDDED_THREADS: threads });
+    const b = await ServerProcess.start(dataDir, { ROLES: 'api', EMBEDDED_THREADS: threads });
     const admin = basic('acme-admin', 's3cret-admin');
     try {
       // Alternating processes and break codes: each process's cached agent is behind the other's

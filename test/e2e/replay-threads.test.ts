@@ -5,30 +5,19 @@
  * the replay and leaves the old models in place, served as before.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { buildOnce, type Build } from '../support/build.js';
+import { dumpSqlite as dump } from '../support/sqlite-dump.js';
 import { loadConfig } from '../../src/config.js';
 import { replay } from '../../src/projections/replay.js';
 import { writeSyntheticLog } from '../../bench/synthetic-log.js';
 import { SqliteReadStore } from '../../src/gateways/read-store/sqlite.js';
 import { startServer } from '../support/server.js';
 import { onEngines } from '../support/engines.js';
-
-/** Every row of every table of a SQLite file, in a stable order. */
-function dump(file: string): Record<string, unknown[]> {
-  const db = new Database(file, { readonly: true });
-  try {
-    const tables = db.prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all();
-    const rows = (name: string) => db.prepare(`SELECT * FROM "${name}"`).raw().all().map((r) => JSON.stringify(r)).sort();
-    return Object.fromEntries(tables.map(({ name }) => [name, rows(name)]));
-  } finally {
-    db.close();
-  }
-}
 
 describe('replay in two threads', () => {
   let build: Build;

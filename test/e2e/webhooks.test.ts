@@ -172,6 +172,23 @@ describe('webhooks', () => {
     expect(d.attempts[1]).toMatchObject({ statusCode: 200 });
   });
 
+  it('a webhook removed after its delivery was requested: the next attempt posts nothing and fails the delivery at once', async () => {
+    rx.respond = () => 'hang';
+    const callid = await endCall(s);
+    try {
+      // The first attempt hangs until its time limit: the webhook goes meanwhile.
+      await until(() => rx.received.some((r) => r.headers['webhook-id'] === callid), 'the first attempt');
+      await provisionWebhook(s, null);
+      const d = await deliveryOf(s, callid, 'failed');
+      const posts = rx.received.filter((r) => r.headers['webhook-id'] === callid).length;
+      expect(d.attempts.at(-1)).toMatchObject({ statusCode: null, error: 'service 101 has no webhook any more' });
+      expect(d.attempts.slice(0, -1).every((a: any) => a.error === 'timed out after 300 ms')).toBe(true);
+      expect(d.attempts).toHaveLength(posts + 1);
+    } finally {
+      await provisionWebhook(s, `${rx.url}/hook`);
+    }
+  });
+
   it('sends nothing for a call without a webhook record, and nothing when the service has no webhook', async () => {
     const none = await endCall(s, { webhook: null });
     await provisionWebhook(s, null);

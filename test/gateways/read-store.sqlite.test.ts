@@ -2,7 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pathToFileURL } from 'node:url';
+import { buildOnce, type Build } from '../support/build.js';
 import { SqliteReadStore, TOMBSTONE_KEEP_MS } from '../../src/gateways/read-store/sqlite.js';
 import type { ReadStore } from '../../src/gateways/read-store/port.js';
 import { readStoreContract } from './read-store.contract.js';
@@ -12,21 +14,37 @@ let n = 0;
 const files = new WeakMap<ReadStore, string>();
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-readStoreContract('sqlite', {
-  async create(clock) {
-    const file = path.join(dir, `read-${n++}.db`);
-    const store = new SqliteReadStore(file, clock);
-    files.set(store, file);
-    return store;
-  },
-  async reopen(store, clock) {
-    const file = files.get(store)!;
-    await store.close();
-    const again = new SqliteReadStore(file, clock);
-    files.set(again, file);
-    return again;
-  },
-});
+/**
+ * The contract runs with the writes on this thread (the TypeScript sources, replay's stores) and on
+ * the store's writer thread (the platform's read.db in the built code), which runs a build's module:
+ * a worker thread cannot load the TypeScript sources.
+ */
+let build: Build | undefined;
+let writerModule: URL | undefined;
+beforeAll(() => {
+  build = buildOnce('ct-rs-writer-');
+  writerModule = pathToFileURL(path.join(build.out, 'src/gateways/read-store/sqlite-writer.js'));
+}, 120_000);
+afterAll(() => build?.remove());
+
+for (const mode of ['inline', 'writer thread'] as const) {
+  const open = (file: string, clock?: () => number) => new SqliteReadStore(file, clock, { writerThread: mode === 'inline' ? false : writerModule! });
+  readStoreContract(`sqlite (${mode})`, {
+    async create(clock) {
+      const file = path.join(dir, `read-${n++}.db`);
+      const store = open(file, clock);
+      files.set(store, file);
+      return store;
+    },
+    async reopen(store, clock) {
+      const file = files.get(store)!;
+      await store.close();
+      const again = open(file, clock);
+      files.set(again, file);
+      return again;
+    },
+  });
+}
 
 readStoreContract('sqlite :memory:', { create: async (clock) => new SqliteReadStore(':memory:', clock) });
 

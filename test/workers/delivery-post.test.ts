@@ -1,5 +1,6 @@
 /** postJson: one signed POST as the URL says (parsed once per URL), and the refusals before any connection. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
 import { postJson } from '../../src/gateways/http-delivery/post.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 
@@ -24,6 +25,16 @@ describe('postJson', () => {
     ]);
     expect(got[0]!.headers.authorization).toBe(`Basic ${Buffer.from('us er:p@ss').toString('base64')}`);
     expect((await postJson(`${rx.url}/fail`, '{}', { timeoutMs: 2000, allowPrivate: true })).statusCode).toBe(503);
+  });
+
+  it('signs the body it POSTs when asked (the three Standard Webhooks headers, next to the headers given)', async () => {
+    const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+    const body = JSON.stringify({ callid: 'c-1', note: 'é' });
+    const res = await postJson(`${rx.url}/signed`, body, { timeoutMs: 2000, allowPrivate: true, headers: { 'x-extra': '1' }, sign: { secret, id: 'c-1', timestampS: 1_700_000_000 } });
+    expect(res.statusCode).toBe(200);
+    const got = rx.received.at(-1)!;
+    expect(got.headers).toMatchObject({ 'x-extra': '1', 'webhook-id': 'c-1', 'webhook-timestamp': '1700000000' });
+    expect(got.headers['webhook-signature']).toBe(new Webhook(secret).sign('c-1', new Date(1_700_000_000_000), body));
   });
 
   it('refuses a bad URL, another scheme, and a private address literal unless allowed, every time it is asked', async () => {

@@ -1,6 +1,6 @@
 /**
  * The delivery poster's thread (the built code: a worker thread cannot load the TypeScript sources):
- * POSTs handed over together come back each with its own outcome, refusals and time limits read as
+ * POSTs handed over together come back each with its own outcome (signed there when asked), refusals and time limits read as
  * postJson's own, and an idle poster thread keeps no process alive.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,8 +8,11 @@ import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Webhook } from 'standardwebhooks';
 import { buildOnce, type Build } from '../support/build.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
+
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
 describe('threaded delivery poster (built)', () => {
   let build: Build;
@@ -32,7 +35,7 @@ describe('threaded delivery poster (built)', () => {
       const opts = (o) => ({ timeoutMs: 2000, allowPrivate: true, ...o });
       const outcome = (p) => p.then((r) => r.statusCode, (e) => 'error: ' + e.message);
       const out = { threaded: post !== postJson };
-      out.statuses = await Promise.all(Array.from({ length: 40 }, (_, i) => outcome(post(url + '/hook/' + i, JSON.stringify({ i }), opts({ headers: { 'webhook-id': 'id-' + i } })))));
+      out.statuses = await Promise.all(Array.from({ length: 40 }, (_, i) => outcome(post(url + '/hook/' + i, JSON.stringify({ i }), opts({ sign: { secret: ${JSON.stringify(SECRET)}, id: 'id-' + i, timestampS: 1700000000 + i } })))));
       out.refused = await outcome(post(url + '/hook/0', '{}', opts({ allowPrivate: false })));
       out.refusedHere = await outcome(postJson(url + '/hook/0', '{}', opts({ allowPrivate: false })));
       out.invalid = await outcome(post('nope', '{}', opts()));
@@ -48,6 +51,8 @@ describe('threaded delivery poster (built)', () => {
     const hooks = rx.received.filter((r) => r.path.startsWith('/hook/'));
     expect(hooks).toHaveLength(40);
     for (const r of hooks) expect(r.headers['webhook-id']).toBe(`id-${r.path.split('/').pop()}`);
+    // Signed on the thread, as the sender asks.
+    for (const r of hooks) expect(r.headers['webhook-signature']).toBe(new Webhook(SECRET).sign(r.headers['webhook-id']!, new Date(Number(r.headers['webhook-timestamp']) * 1000), r.body));
     for (const r of hooks) expect(JSON.parse(r.body)).toEqual({ i: Number(r.path.split('/').pop()) });
     expect(out.refused).toMatch(/^error: refused: 127\.0\.0\.1/);
     expect(out.refused).toBe(out.refusedHere);

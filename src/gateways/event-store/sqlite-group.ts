@@ -10,16 +10,38 @@
  */
 import type Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
-import {
-  type AppendResult,
-  type NewEvent,
-  type RecordedEvent,
-  type StreamAppend,
-  WrongExpectedRevisionError,
-  matchesExpected,
-} from './port.js';
+import { type AppendResult, type ExpectedRevision, WrongExpectedRevisionError, matchesExpected } from './port.js';
 
 export type Outcome = { ok: AppendResult[] } | { err: unknown };
+
+/** An event ready to store: its data and metadata already JSON (metadata '{}' when it has none). */
+export interface PreparedEvent {
+  /** The caller's id (an idempotent retry is recognised by it), or null: one is made. */
+  id: string | null;
+  type: string;
+  data: string;
+  metadata: string;
+}
+
+/** One stream's part of a command, ready to store: the time is the command's, given by its process's clock. */
+export interface PreparedAppend {
+  streamId: string;
+  expectedRevision: ExpectedRevision;
+  time: number;
+  events: PreparedEvent[];
+}
+
+/**
+ * An event a commit stored: which command, which of its appends, which of its events, and what the
+ * log gave it. Numbers and one string, so a writer on another thread answers in a small message.
+ */
+export type InsertedRow = [command: number, append: number, event: number, position: number, id: string, revision: number];
+
+/** What a group's commit did: one outcome per command and the rows stored, in position order. */
+export interface Committed {
+  outcomes: Outcome[];
+  inserted: InsertedRow[];
+}
 
 /** Metadata of the events that carry none: frozen, shared. */
 export const NO_METADATA: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
@@ -45,8 +67,10 @@ export function timeOrderedId(now: number): string {
 /** One stream's append, checked and ready to insert. */
 interface Planned {
   streamId: string;
-  /** Events to insert (idempotent retries removed). */
-  fresh: NewEvent[];
+  time: number;
+  /** Indexes (in the append) of the events to insert: idempotent retries left out. */
+  fresh: number[];
+  events: PreparedEvent[];
   revision: number;
   position: number;
 }
@@ -58,11 +82,13 @@ const MAX_HEADS = 50_000;
 const NEEDS_SAVEPOINTS = Symbol('needs savepoints');
 
 export class GroupWriter {
-  /** Events inserted by the group being committed, in position order. */
-  inserted: RecordedEvent[] = [];
+  /** Rows inserted by the group being committed, in position order. */
+  private inserted: InsertedRow[] = [];
+  /** The command and append being stored: where `insert` files its rows. */
+  private at = { command: 0, append: 0 };
   private readonly stmts;
   private readonly groupTx: (run: () => void) => void;
-  private readonly savepoint: (appends: StreamAppend[]) => AppendResult[];
+  private readonly savepoint: (appends: PreparedAppend[]) => AppendResult[];
   /**
    * The head (last revision and position; -1 and 0: no stream) of streams this writer read or wrote,
    * as of its last commit: an append checks its expected revision against it without a query. True
@@ -75,10 +101,7 @@ export class GroupWriter {
   /** Streams written by the transaction being run: their heads are read from it, not from `heads`. */
   private readonly touched = new Set<string>();
 
-  constructor(
-    db: Database.Database,
-    private readonly clock: () => number,
-  ) {
+  constructor(db: Database.Database) {
     this.stmts = {
       streamHead: db.prepare<[string], { revision: number; position: number }>(
         'SELECT revision, position FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1',
@@ -92,16 +115,19 @@ export class GroupWriter {
     // another process (ROLES split on one DATA_DIR) committed in between.
     this.groupTx = db.transaction((run: () => void) => run()).immediate;
     // Inside the group's transaction this is a savepoint (wrappers made once: one per call showed in profiles).
-    this.savepoint = db.transaction((appends: StreamAppend[]) => {
+    this.savepoint = db.transaction((appends: PreparedAppend[]) => {
       const results: AppendResult[] = [];
       // One stream at a time: a command naming a stream twice sees its own first insert.
-      for (const a of appends) results.push(this.insert(this.plan(a)));
+      appends.forEach((a, i) => {
+        this.at.append = i;
+        results.push(this.insert(this.plan(a)));
+      });
       return results;
     });
   }
 
   /** Stores the group in one transaction: one outcome per command; throws when the commit itself failed. */
-  commit(group: StreamAppend[][]): Outcome[] {
+  commit(group: PreparedAppend[][]): Committed {
     try {
       return this.run(group, false);
     } catch (err) {
@@ -110,7 +136,7 @@ export class GroupWriter {
     }
   }
 
-  private run(group: StreamAppend[][], savepoints: boolean): Outcome[] {
+  private run(group: PreparedAppend[][], savepoints: boolean): Committed {
     const outcomes: Outcome[] = [];
     this.inserted = [];
     this.touched.clear();
@@ -121,7 +147,10 @@ export class GroupWriter {
         this.heads.clear();
         this.dataVersion = version;
       }
-      for (const appends of group) {
+      for (let c = 0; c < group.length; c++) {
+        const appends = group[c]!;
+        this.at.command = c;
+        this.at.append = 0;
         const before = this.inserted.length;
         try {
           outcomes.push({ ok: savepoints ? this.savepoint(appends) : this.checkThenInsert(appends) });
@@ -134,8 +163,8 @@ export class GroupWriter {
     });
     // Committed: what it stored is now the head of its streams (a refused command stored nothing).
     if (this.heads.size + this.inserted.length > MAX_HEADS) this.heads.clear();
-    for (const e of this.inserted) this.heads.set(e.streamId, { revision: e.revision, position: e.position });
-    return outcomes;
+    for (const [c, a, , position, , revision] of this.inserted) this.heads.set(group[c]![a]!.streamId, { revision, position });
+    return { outcomes, inserted: this.inserted };
   }
 
   /** The stream's last revision and position: from memory, else (and for streams this transaction wrote) from the file. */
@@ -151,7 +180,7 @@ export class GroupWriter {
   }
 
   /** Every check first (a refusal throws before anything is written), then every insert. */
-  private checkThenInsert(appends: StreamAppend[]): AppendResult[] {
+  private checkThenInsert(appends: PreparedAppend[]): AppendResult[] {
     if (appends.length === 1) {
       const planned = this.plan(appends[0]!);
       return [this.insertOrRedo(planned)];
@@ -160,7 +189,10 @@ export class GroupWriter {
     for (const a of appends) streams.add(a.streamId);
     if (streams.size < appends.length) throw NEEDS_SAVEPOINTS;
     const planned = appends.map((a) => this.plan(a));
-    return planned.map((p) => this.insertOrRedo(p));
+    return planned.map((p, i) => {
+      this.at.append = i;
+      return this.insertOrRedo(p);
+    });
   }
 
   private insertOrRedo(p: Planned): AppendResult {
@@ -172,44 +204,33 @@ export class GroupWriter {
   }
 
   /** Reads the stream's head and checks the append against it; writes nothing. */
-  private plan({ streamId, events, expectedRevision }: StreamAppend): Planned {
+  private plan({ streamId, events, expectedRevision, time }: PreparedAppend): Planned {
     const { revision, position } = this.streamHead(streamId);
     // Idempotent retry: events whose ids are already stored (in this stream) are skipped.
-    let fresh = events;
-    if (events.some((e) => e.id)) {
-      fresh = events.filter((e) => {
-        if (!e.id) return true;
-        const found = this.stmts.byId.get(e.id);
-        if (found && found.stream_id !== streamId) throw new Error(`event id ${e.id} already used in stream ${found.stream_id}`);
-        return !found;
-      });
-      if (fresh.length === 0 && events.length > 0) return { streamId, fresh, revision, position };
+    const fresh: number[] = [];
+    for (let i = 0; i < events.length; i++) {
+      const id = events[i]!.id;
+      if (id !== null) {
+        const found = this.stmts.byId.get(id);
+        if (found && found.stream_id !== streamId) throw new Error(`event id ${id} already used in stream ${found.stream_id}`);
+        if (found) continue;
+      }
+      fresh.push(i);
     }
+    if (fresh.length === 0 && events.length > 0) return { streamId, time, fresh, events, revision, position };
     if (!matchesExpected(expectedRevision, revision)) throw new WrongExpectedRevisionError(streamId, expectedRevision, revision);
-    return { streamId, fresh, revision, position };
+    return { streamId, time, fresh, events, revision, position };
   }
 
-  private insert({ streamId, fresh, revision, position }: Planned): AppendResult {
+  private insert({ streamId, time, fresh, events, revision, position }: Planned): AppendResult {
     if (fresh.length === 0) return { nextExpectedRevision: revision, position };
     this.touched.add(streamId);
-    const time = this.clock();
-    for (const e of fresh) {
+    for (const i of fresh) {
+      const e = events[i]!;
       revision += 1;
       const id = e.id ?? timeOrderedId(time);
-      const data = JSON.stringify(e.data ?? null);
-      const metadata = e.metadata ? JSON.stringify(e.metadata) : '{}';
-      position = Number(this.stmts.insert.run(id, streamId, revision, e.type, data, metadata, time).lastInsertRowid);
-      // Decoded from what was stored, so no caller's object is shared with the readers.
-      this.inserted.push({
-        position,
-        id,
-        streamId,
-        revision,
-        type: e.type,
-        data: deepFreeze(JSON.parse(data)),
-        metadata: metadata === '{}' ? NO_METADATA : deepFreeze(JSON.parse(metadata)),
-        time,
-      });
+      position = Number(this.stmts.insert.run(id, streamId, revision, e.type, e.data, e.metadata, time).lastInsertRowid);
+      this.inserted.push([this.at.command, this.at.append, i, position, id, revision]);
     }
     return { nextExpectedRevision: revision, position };
   }

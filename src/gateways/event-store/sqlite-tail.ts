@@ -50,6 +50,17 @@ export class RecentEvents {
     return this.foreign ? null : [];
   }
 
+  /**
+   * This process's writer thread (another connection) committed up to `last`: the change of
+   * data_version since is its own, unless the file's head is past it. Read in this order, a commit
+   * of another process in between is seen by one of the two.
+   */
+  ownCommit(last: number, fileHead: () => number) {
+    const version = this.dataVersion();
+    if (fileHead() > last) this.foreign = true;
+    this.lastVersion = version;
+  }
+
   /** A read of the file after `after` that nothing hid (no unsynced group of ours) found nothing. */
   sawNothingAfter(after: number) {
     if (this.events.length > 0 && after === this.events[this.events.length - 1]!.position) this.foreign = false;

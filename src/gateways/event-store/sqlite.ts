@@ -4,10 +4,12 @@
  *
  * Group commit: appends that arrive in the same turn of the event loop are stored in one transaction,
  * each checked against its own expected revision, so a conflict fails only its own append (see
- * sqlite-group.ts). The WAL is then synced off the event loop (WalSync): transactions committed
- * while a sync runs share the next one. Every caller is answered after the sync covering its commit,
- * so an acknowledged append survives kill -9 and power loss exactly as with synchronous=FULL; until
- * then this process neither announces nor reads back those events.
+ * sqlite-group.ts). In the built code the transaction runs on the log's writer thread
+ * (sqlite-writer.ts), which syncs at each commit; appends that arrive while it stores a group form
+ * the next. Run from the TypeScript sources (tests) it runs on this thread and the WAL is synced off
+ * the event loop (WalSync): transactions committed while a sync runs share the next one. Either way
+ * every caller is answered after the sync covering its commit, so an acknowledged append survives
+ * kill -9 and power loss; until then this process neither announces nor reads back those events.
  */
 import type Database from 'better-sqlite3';
 import { WalSync, openSqlite } from '../sqlite.js';
@@ -25,8 +27,9 @@ import {
   type Subscription,
 } from './port.js';
 import { pollingSubscription } from './subscription.js';
-import { GroupWriter, NO_METADATA, type Outcome } from './sqlite-group.js';
+import { GroupWriter, NO_METADATA, deepFreeze, type Committed, type PreparedAppend } from './sqlite-group.js';
 import { RecentEvents } from './sqlite-tail.js';
+import { WriterThread } from './sqlite-writer.js';
 
 interface Row {
   position: number;
@@ -60,6 +63,21 @@ interface Pending {
 /** Appends stored in one transaction at most (a burst beyond it takes several). */
 const MAX_GROUP = 512;
 
+/** A stream's append as the writer stores it: JSON made here, on the caller's thread, with the command's time. */
+function prepare({ streamId, events, expectedRevision }: StreamAppend, time: number): PreparedAppend {
+  return {
+    streamId,
+    expectedRevision,
+    time,
+    events: events.map((e) => ({
+      id: e.id ?? null,
+      type: e.type,
+      data: JSON.stringify(e.data ?? null),
+      metadata: e.metadata ? JSON.stringify(e.metadata) : '{}',
+    })),
+  };
+}
+
 export class SqliteEventStore implements EventStore {
   private readonly db: Database.Database;
   private readonly wal: WalSync;
@@ -69,7 +87,10 @@ export class SqliteEventStore implements EventStore {
   private unsynced: { lo: number; hi: number }[] = [];
   /** The newest synced events: what the subscriptions of this process read (see sqlite-tail.ts). */
   private readonly recent: RecentEvents;
+  /** The last group's sync (on this thread) or the group in flight (on the writer thread). */
   private syncing: Promise<void> = Promise.resolve();
+  /** On the writer thread: a group is being stored; the appends arriving meanwhile wait for the next. */
+  private inFlight = false;
   /** `decoded`: events decoded for readers (once per stored event, then per row read from the file). */
   private readonly counts = { commits: 0, appends: 0, decoded: 0 };
   private readonly emitter = new EventEmitter();
@@ -77,8 +98,16 @@ export class SqliteEventStore implements EventStore {
   private closed = false;
   private readonly stmts;
 
-  /** `file` may be ':memory:' for tests. */
-  constructor(file: string, private readonly clock: () => number = Date.now) {
+  /**
+   * `file` may be ':memory:' for tests. `writerThread`: the module the writer thread runs
+   * (`writerThreadModule` of the built code; tests point it at a build's); by default, or null, the
+   * group commits on this thread.
+   */
+  constructor(
+    file: string,
+    private readonly clock: () => number = Date.now,
+    options: { writerThread?: URL | null } = {},
+  ) {
     // NORMAL plus WalSync before answering: an acknowledged append survives power loss / kill -9.
     this.db = openSqlite(file, 'NORMAL');
     this.wal = new WalSync(file);
@@ -132,20 +161,27 @@ export class SqliteEventStore implements EventStore {
     this.head = this.stmts.head.get()?.p ?? 0;
     const dataVersion = this.db.prepare<[], number>('PRAGMA data_version').pluck();
     this.recent = new RecentEvents(() => dataVersion.get()!);
-    this.writer = new GroupWriter(this.db, clock);
+    const threadModule = options.writerThread ?? null;
+    if (threadModule && file !== ':memory:') this.thread = new WriterThread(file, threadModule);
+    else this.writer = new GroupWriter(this.db);
   }
 
   /** Commits, the appends they carried and the WAL syncs (fsyncs) they took: what group commit saves. */
   get stats(): { commits: number; appends: number; syncs: number; decoded: number } {
-    return { ...this.counts, syncs: this.wal.syncs };
+    return { ...this.counts, syncs: this.wal.syncs + this.threadSyncs };
   }
+
+  /** Syncs of the writer thread: one per commit that stored something (synchronous=FULL). */
+  private threadSyncs = 0;
 
   /** The file the log is in. */
   get file(): string {
     return this.db.name;
   }
 
-  private readonly writer: GroupWriter;
+  /** Where groups are stored: on the writer thread (built code), or else on this thread. */
+  private readonly thread: WriterThread | null = null;
+  private readonly writer: GroupWriter | null = null;
 
   async appendToStream(streamId: string, events: NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
     const onCommitted = options.onCommitted;
@@ -171,24 +207,58 @@ export class SqliteEventStore implements EventStore {
 
   private flush() {
     this.flushScheduled = false;
+    // The group in flight schedules the next once it is answered.
+    if (this.inFlight) return;
     const group = this.pending.splice(0, MAX_GROUP);
-    if (this.pending.length > 0) {
-      this.flushScheduled = true;
-      setImmediate(() => this.flush());
-    }
+    if (this.pending.length > 0) this.scheduleFlush();
     if (group.length === 0) return;
     if (this.closed) {
       for (const p of group) p.reject(new Error('event store is closed'));
       return;
     }
-    let outcomes: Outcome[];
-    try {
-      outcomes = this.writer.commit(group.map((p) => p.appends));
-    } catch (err) {
-      // The commit itself failed: nothing of the group is stored.
-      for (const p of group) p.reject(err);
+    const time = this.clock();
+    const ready: Pending[] = [];
+    const prepared: PreparedAppend[][] = [];
+    for (const p of group) {
+      try {
+        prepared.push(p.appends.map((a) => prepare(a, time)));
+        ready.push(p);
+      } catch (err) {
+        p.reject(err); // data that is not JSON: nothing of it reaches the log
+      }
+    }
+    if (ready.length === 0) return;
+    if (this.thread) {
+      this.inFlight = true;
+      this.syncing = this.thread.commit(prepared).then(
+        (c) => this.committed(ready, prepared, c, true),
+        // The commit itself failed (or the thread died): nothing of the group is known to be stored.
+        (err) => ready.forEach((p) => p.reject(err)),
+      ).finally(() => {
+        this.inFlight = false;
+        if (this.pending.length > 0) this.scheduleFlush();
+      });
       return;
     }
+    let c: Committed;
+    try {
+      c = this.writer!.commit(prepared);
+    } catch (err) {
+      // The commit itself failed: nothing of the group is stored.
+      for (const p of ready) p.reject(err);
+      return;
+    }
+    this.committed(ready, prepared, c, false);
+  }
+
+  private scheduleFlush() {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  /** A group's commit is done: its events decoded once for the readers, its callers answered once it is durable. */
+  private committed(group: Pending[], prepared: PreparedAppend[][], { outcomes, inserted }: Committed, durable: boolean) {
     group.forEach((p, i) => {
       const o = outcomes[i]!;
       if (!p.onCommitted || !('ok' in o)) return;
@@ -200,15 +270,28 @@ export class SqliteEventStore implements EventStore {
     });
     this.counts.commits++;
     this.counts.appends += group.length;
-    const stored = this.writer.inserted;
+    // Decoded from what was stored, so no caller's object is shared with the readers.
+    const stored: RecordedEvent[] = inserted.map(([c, a, i, position, id, revision]) => {
+      const append = prepared[c]![a]!;
+      const e = append.events[i]!;
+      return {
+        position,
+        id,
+        streamId: append.streamId,
+        revision,
+        type: e.type,
+        data: deepFreeze(JSON.parse(e.data)),
+        metadata: e.metadata === '{}' ? NO_METADATA : deepFreeze(JSON.parse(e.metadata)),
+        time: append.time,
+      };
+    });
     this.counts.decoded += stored.length;
     const grew = stored.length > 0;
     // One transaction: no one else inserted between its first and last position.
     const newHead = grew ? stored[stored.length - 1]!.position : 0;
-    if (grew) this.unsynced.push({ lo: stored[0]!.position, hi: newHead });
     const answer = () => {
       if (grew) {
-        this.unsynced.shift();
+        if (!durable) this.unsynced.shift();
         this.head = Math.max(this.head, newHead);
         this.recent.keep(stored);
       }
@@ -219,6 +302,16 @@ export class SqliteEventStore implements EventStore {
       });
       if (grew) this.emitter.emit('appended', this.head);
     };
+    if (durable) {
+      if (grew) {
+        this.threadSyncs++;
+        // The writer thread's commit moved this connection's data_version: it is ours, unless the file holds more.
+        this.recent.ownCommit(newHead, () => this.stmts.head.get()?.p ?? 0);
+      }
+      answer();
+      return;
+    }
+    if (grew) this.unsynced.push({ lo: stored[0]!.position, hi: newHead });
     // Nothing new (conflicts, idempotent retries): the answer still waits for the sync, as it may
     // rest on events of an earlier group that is not yet on disk.
     this.syncing = this.wal.sync().then(answer, (err) => {
@@ -340,12 +433,29 @@ export class SqliteEventStore implements EventStore {
     });
   }
 
+  /** Called with the new head after each group this process stored is synced (an analytics thread is told). */
+  onAppended(listener: (head: number) => void): () => void {
+    this.emitter.on('appended', listener);
+    return () => this.emitter.off('appended', listener);
+  }
+
+  /** Another connection has appended (a thread that only reads is told so): subscriptions read on now, not at the next poll. */
+  noticeAppends(): void {
+    if (!this.closed) this.emitter.emit('appended', this.head);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     // Appends already accepted are stored (and answered) before the file closes.
-    while (this.pending.length > 0) this.flush();
+    if (this.thread) {
+      while (this.pending.length > 0 || this.inFlight) {
+        if (!this.inFlight) this.flush();
+        await this.syncing;
+      }
+    } else while (this.pending.length > 0) this.flush();
     this.closed = true;
     await this.syncing;
+    await this.thread?.close();
     await this.wal.close();
     this.emitter.emit('appended', this.head);
     this.db.close();

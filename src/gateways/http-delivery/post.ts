@@ -7,11 +7,17 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import { guardedLookup, isBlockedAddress, RefusedTargetError } from './address-guard.js';
+import { signedHeaders } from './signing.js';
 
 export interface PostOptions {
   timeoutMs: number;
   allowPrivate: boolean;
   headers?: Record<string, string>;
+  /**
+   * Signs the body (Standard Webhooks headers, signing.ts) where the POST is made: on the poster's
+   * thread (threaded.ts) the HMAC is off the platform thread.
+   */
+  sign?: { secret: string; id: string; timestampS: number };
 }
 
 /** The receiver answered (any status). Network errors, timeouts and refusals throw instead. */
@@ -105,6 +111,7 @@ export const postJson: HttpPoster = (url, body, options) =>
           'content-length': String(payload.length),
           'user-agent': 'cloud-telephony-webhooks/1',
           ...options.headers,
+          ...(options.sign ? signedHeaders(options.sign.secret, options.sign.id, options.sign.timestampS, body) : undefined),
         },
       },
       (res) => {

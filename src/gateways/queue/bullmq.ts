@@ -23,7 +23,7 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 }
 import {
   COMPLETED_RETENTION_MS,
-  PermanentJobError,
+  isPermanentJobError,
   checkEnqueue,
   checkQueueName,
   firstRunAt,
@@ -150,7 +150,7 @@ export class BullmqJobQueue implements JobQueue {
             maxAttempts: job.data.b.length + 1,
           });
         } catch (err) {
-          if (err instanceof PermanentJobError) throw new UnrecoverableError(err.message);
+          if (isPermanentJobError(err)) throw new UnrecoverableError(err.message);
           throw err;
         }
       },

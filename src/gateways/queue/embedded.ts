@@ -2,37 +2,25 @@
  * Embedded job queue: one SQLite file (`DATA_DIR/jobs.db`, WAL, synced before acknowledging), polled by the
  * process that registers handlers. A running job holds a lease that the process renews while the
  * handler runs; a job whose lease lapsed (its process died) is taken again by whoever polls next,
- * so several processes may share the file and a crash loses no job.
+ * so several processes may share the file and a crash loses no job. The file's reads and writes are
+ * embedded-store.ts's (on a thread of their own in the built code); this class keeps the slots,
+ * timers and handlers.
  */
-import type Database from 'better-sqlite3';
-import { WalSync, openSqlite } from '../sqlite.js';
 import { randomUUID } from 'node:crypto';
+import { openJobsStore, type JobsStore, type Row, type WriteOp } from './embedded-store.js';
 import {
   COMPLETED_RETENTION_MS,
-  PermanentJobError,
   checkEnqueue,
   checkQueueName,
   errorMessage,
   firstRunAt,
+  isPermanentJobError,
   type EnqueueOptions,
   type JobHandler,
   type JobInfo,
   type JobQueue,
   type ProcessOptions,
 } from './port.js';
-
-interface Row {
-  queue: string;
-  id: string;
-  payload: string;
-  state: 'waiting' | 'active' | 'completed' | 'failed';
-  run_at: number;
-  attempts: number;
-  backoff: string;
-  last_error: string | null;
-  lock_token: string | null;
-  locked_until: number | null;
-}
 
 export interface EmbeddedQueueOptions {
   /** How often an idle worker looks for due jobs written by other processes. Default 250 ms. */
@@ -41,6 +29,11 @@ export interface EmbeddedQueueOptions {
   leaseMs?: number;
   /** The clock due times are read on (the platform's, so tests can move it). Default Date.now. */
   now?: () => number;
+  /**
+   * The file on a thread of its own (embedded-store.ts; the built code alone can start it). Default:
+   * on the calling thread (the platform chooses with EMBEDDED_THREADS).
+   */
+  thread?: boolean;
 }
 
 class QueueWorker {
@@ -58,6 +51,10 @@ class QueueWorker {
    * or enqueue makes: a lease that lapsed (its process died) waits at most that much longer.
    */
   lapseCheckAt = 0;
+  /** A poll's claim is on its way: the slots it may fill are held for it, and a kick meanwhile polls again after it. */
+  polling: Promise<void> | null = null;
+  pollAgain = false;
+  reserved = 0;
   constructor(
     readonly name: string,
     readonly handler: JobHandler<unknown>,
@@ -66,17 +63,17 @@ class QueueWorker {
 }
 
 export class EmbeddedJobQueue implements JobQueue {
-  private readonly db: Database.Database;
-  private readonly wal: WalSync;
+  private readonly store: JobsStore;
   private readonly token = randomUUID();
   private readonly workers = new Map<string, QueueWorker>();
-  private readonly running = new Map<string, Set<string>>();
+  /** Jobs running here, by queue and id: their leases are renewed (by rowid) while they run. */
+  private readonly running = new Map<string, Map<string, Row>>();
   private readonly pollMs: number;
   private readonly leaseMs: number;
   private readonly now: () => number;
   private heartbeat: NodeJS.Timeout | null = null;
   private closed = false;
-  private readonly stmts;
+  private abandoned = false;
   private readonly counts = { commits: 0, writes: 0, claims: 0 };
 
   /**
@@ -84,69 +81,14 @@ export class EmbeddedJobQueue implements JobQueue {
    * transactions (unsynced), WAL syncs. The bench reports them per delivery.
    */
   get stats(): { commits: number; writes: number; claims: number; syncs: number } {
-    return { ...this.counts, syncs: this.wal.syncs };
+    return { ...this.counts, syncs: this.store.syncs };
   }
 
   constructor(file: string, options: EmbeddedQueueOptions = {}) {
     this.pollMs = options.pollMs ?? 250;
     this.now = options.now ?? Date.now;
     this.leaseMs = options.leaseMs ?? 30_000;
-    // NORMAL, and the WAL synced off the event loop before an enqueue or a job's outcome is
-    // acknowledged (WalSync): that survives power loss / kill -9 like FULL, and writes made together
-    // share one sync. A claim or a lease renewal need no sync: losing one is what a crash mid-run is.
-    this.db = openSqlite(file, 'NORMAL');
-    this.wal = new WalSync(file);
-    this.db.exec(`
-      CREATE TABLE IF NOT EXISTS jobs (
-        queue TEXT NOT NULL,
-        id TEXT NOT NULL,
-        payload TEXT NOT NULL,
-        state TEXT NOT NULL,
-        run_at INTEGER NOT NULL,
-        attempts INTEGER NOT NULL DEFAULT 0,
-        backoff TEXT NOT NULL,
-        last_error TEXT,
-        lock_token TEXT,
-        locked_until INTEGER,
-        created_at INTEGER NOT NULL,
-        finished_at INTEGER,
-        PRIMARY KEY (queue, id)
-      ) WITHOUT ROWID;
-      CREATE INDEX IF NOT EXISTS jobs_due ON jobs (queue, state, run_at);
-    `);
-    this.stmts = {
-      insert: this.db.prepare(
-        `INSERT INTO jobs (queue, id, payload, state, run_at, backoff, created_at) VALUES (?, ?, ?, 'waiting', ?, ?, ?) ON CONFLICT (queue, id) DO NOTHING`,
-      ),
-      // Stored already claimed by this process (see enqueue): as the claim below leaves it.
-      insertClaimed: this.db.prepare(
-        `INSERT INTO jobs (queue, id, payload, state, run_at, attempts, backoff, lock_token, locked_until, created_at) VALUES (?, ?, ?, 'active', ?, 1, ?, ?, ?, ?) ON CONFLICT (queue, id) DO NOTHING`,
-      ),
-      get: this.db.prepare<[string, string], Row>('SELECT * FROM jobs WHERE queue = ? AND id = ?'),
-      // Each on the (queue, state, run_at) index: finished jobs stay in the table for a week, and a
-      // query that read them (an OR across states did: the whole queue, then a sort) cost every poll
-      // more the more deliveries were made.
-      due: this.db.prepare<[string, number, number], Row>(`SELECT * FROM jobs INDEXED BY jobs_due WHERE queue = ? AND state = 'waiting' AND run_at <= ? ORDER BY run_at LIMIT ?`),
-      lapsed: this.db.prepare<[string, number, number], Row>(`SELECT * FROM jobs INDEXED BY jobs_due WHERE queue = ? AND state = 'active' AND locked_until < ? LIMIT ?`),
-      claim: this.db.prepare(
-        `UPDATE jobs SET state = 'active', attempts = attempts + 1, lock_token = ?, locked_until = ? WHERE queue = ? AND id = ?`,
-      ),
-      nextRun: this.db.prepare<[string], { t: number | null }>(`SELECT MIN(run_at) AS t FROM jobs WHERE queue = ? AND state = 'waiting'`),
-      nextLapse: this.db.prepare<[string], { t: number | null }>(`SELECT MIN(locked_until) AS t FROM jobs INDEXED BY jobs_due WHERE queue = ? AND state = 'active'`),
-      complete: this.db.prepare(
-        `UPDATE jobs SET state = 'completed', finished_at = ?, lock_token = NULL, locked_until = NULL WHERE queue = ? AND id = ? AND lock_token = ?`,
-      ),
-      retry: this.db.prepare(
-        `UPDATE jobs SET state = 'waiting', run_at = ?, last_error = ?, lock_token = NULL, locked_until = NULL WHERE queue = ? AND id = ? AND lock_token = ?`,
-      ),
-      fail: this.db.prepare(
-        `UPDATE jobs SET state = 'failed', finished_at = ?, last_error = ?, lock_token = NULL, locked_until = NULL WHERE queue = ? AND id = ? AND lock_token = ?`,
-      ),
-      renew: this.db.prepare(`UPDATE jobs SET locked_until = ? WHERE queue = ? AND id = ? AND lock_token = ?`),
-      waiting: this.db.prepare<[string], { n: number }>(`SELECT COUNT(*) AS n FROM jobs WHERE queue = ? AND state = 'waiting'`),
-      prune: this.db.prepare(`DELETE FROM jobs WHERE state = 'completed' AND finished_at < ?`),
-    };
-    this.stmts.prune.run(this.now() - COMPLETED_RETENTION_MS);
+    this.store = openJobsStore(file, this.now() - COMPLETED_RETENTION_MS, options.thread === undefined ? {} : { thread: options.thread });
   }
 
   async enqueue<P>(queue: string, job: EnqueueOptions<P>): Promise<void> {
@@ -157,8 +99,8 @@ export class EmbeddedJobQueue implements JobQueue {
     const worker = this.workers.get(queue);
     if (worker && runAt <= now && this.mayClaimAtOnce(worker)) return this.enqueueClaimed(worker, queue, job, now);
     // Enqueues of one turn share a transaction and a sync; a failed write rejects every one of them.
-    const ok = await this.writeSoon(() => this.stmts.insert.run(queue, job.id, JSON.stringify(job.payload ?? null), runAt, JSON.stringify(job.backoffMs ?? []), now));
-    if (ok !== true) throw ok.err;
+    const stored = await this.writeSoon(['insert', queue, job.id, JSON.stringify(job.payload ?? null), runAt, JSON.stringify(job.backoffMs ?? []), now]);
+    if (typeof stored !== 'number') throw stored.err;
     if (worker && runAt <= now) worker.backlog = true;
     this.kick(worker, job.runAt !== undefined || job.delayMs !== undefined ? Math.max(0, runAt - now) : 0);
   }
@@ -170,11 +112,12 @@ export class EmbeddedJobQueue implements JobQueue {
    * (retries, jobs other processes stored, lapsed leases), so a stream of new jobs cannot starve them.
    */
   private mayClaimAtOnce(worker: QueueWorker): boolean {
-    return !worker.backlog && worker.active.size < worker.concurrency - Math.max(1, Math.floor(worker.concurrency / 4));
+    return !worker.backlog && busy(worker) < worker.concurrency - Math.max(1, Math.floor(worker.concurrency / 4));
   }
 
   private async enqueueClaimed<P>(worker: QueueWorker, queue: string, job: EnqueueOptions<P>, now: number): Promise<void> {
     const row: Row = {
+      seq: 0, // known once stored
       queue,
       id: job.id,
       payload: JSON.stringify(job.payload ?? null),
@@ -186,16 +129,18 @@ export class EmbeddedJobQueue implements JobQueue {
       lock_token: this.token,
       locked_until: now + this.leaseMs,
     };
-    let claimed = false;
-    const written = this.writeSoon(() => {
-      claimed = this.stmts.insertClaimed.run(queue, row.id, row.payload, now, row.backoff, this.token, row.locked_until, now).changes > 0;
-    });
+    const written = this.writeSoon(['insertClaimed', queue, row.id, row.payload, now, row.backoff, this.token, row.locked_until!]);
     // The slot is taken now; the handler starts once the job is durable, and only if this insert
     // stored it (an id that exists is left as it is: dedupe).
-    this.start(worker, row, written.then((ok) => ok === true && claimed));
-    const ok = await written;
-    if (ok !== true) throw ok.err;
-    if (!claimed) this.kick(worker, 0);
+    const stored = written.then((seq) => {
+      if (typeof seq !== 'number' || seq === 0) return false;
+      row.seq = seq;
+      return true;
+    });
+    this.start(worker, row, stored);
+    const seq = await written;
+    if (typeof seq !== 'number') throw seq.err;
+    if (seq === 0) this.kick(worker, 0);
   }
 
   process<P>(queue: string, handler: JobHandler<P>, options: ProcessOptions = {}): void {
@@ -203,7 +148,7 @@ export class EmbeddedJobQueue implements JobQueue {
     if (this.workers.has(queue)) throw new Error(`queue ${queue} already has a handler in this process`);
     const worker = new QueueWorker(queue, handler as JobHandler<unknown>, Math.max(1, options.concurrency ?? 1));
     this.workers.set(queue, worker);
-    this.running.set(queue, new Set());
+    this.running.set(queue, new Map());
     if (!this.heartbeat) {
       this.heartbeat = setInterval(() => this.renewLeases(), Math.max(10, Math.floor(this.leaseMs / 3)));
       this.heartbeat.unref();
@@ -212,40 +157,38 @@ export class EmbeddedJobQueue implements JobQueue {
   }
 
   async getJob<P = unknown>(queue: string, id: string): Promise<JobInfo<P> | null> {
-    const row = this.stmts.get.get(queue, id);
+    const row = await this.store.get(queue, id);
     if (!row) return null;
     const state = row.state === 'waiting' && row.run_at > this.now() ? 'delayed' : row.state;
     return { queue, id, payload: JSON.parse(row.payload) as P, state, attempts: row.attempts, lastError: row.last_error };
   }
 
   async waitingCounts(queues: string[]): Promise<Record<string, number>> {
-    const out: Record<string, number> = {};
-    for (const q of queues) out[q] = this.stmts.waiting.get(q)?.n ?? 0;
-    return out;
+    return this.store.waiting(queues);
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.stopTimers();
+    // A claim on its way first: the jobs it claimed run, and are waited for with the others.
+    await Promise.allSettled([...this.workers.values()].map((w) => w.polling));
     await Promise.allSettled([...this.workers.values()].flatMap((w) => [...w.active]));
-    await this.wal.close();
-    if (this.db.open) this.db.close();
+    await this.store.close();
   }
 
   /**
    * Test aid: how SQLite runs the queries every poll makes (EXPLAIN QUERY PLAN details), so a test
    * can hold them to the index and away from the finished jobs kept for a week.
    */
-  pollPlans(): string[] {
-    const plan = (st: Database.Statement, ...args: unknown[]) => (this.db.prepare(`EXPLAIN QUERY PLAN ${st.source}`).all(...args) as { detail: string }[]).map((r) => r.detail).join('; ');
-    return [plan(this.stmts.due, 'q', 0, 1), plan(this.stmts.lapsed, 'q', 0, 1), plan(this.stmts.nextRun, 'q'), plan(this.stmts.nextLapse, 'q')];
+  pollPlans(): Promise<string[]> {
+    return this.store.pollPlans();
   }
 
   async takeOverRunning(): Promise<void> {
     if (this.closed) return;
     // Lapsed at once: taken again as any lapsed lease is (a lost update only waits for the lapse).
-    this.db.prepare(`UPDATE jobs SET locked_until = 0 WHERE state = 'active' AND lock_token IS NOT ?`).run(this.token);
+    await this.store.takeOver(this.token);
     for (const worker of this.workers.values()) {
       worker.lapseCheckAt = 0;
       this.kick(worker, 0);
@@ -258,9 +201,9 @@ export class EmbeddedJobQueue implements JobQueue {
    */
   abandon(): void {
     this.closed = true;
+    this.abandoned = true;
     this.stopTimers();
-    void this.wal.close();
-    if (this.db.open) this.db.close();
+    this.store.abandon();
   }
 
   private stopTimers() {
@@ -299,38 +242,47 @@ export class EmbeddedJobQueue implements JobQueue {
 
   private poll(worker: QueueWorker) {
     if (this.closed) return;
-    try {
-      const free = worker.concurrency - worker.active.size;
-      if (free > 0) {
-        const now = this.now();
-        // A claim is not synced: a lost claim leaves the job waiting, which is what a crash mid-run
-        // amounts to anyway.
-        const lapseCheck = now >= worker.lapseCheckAt;
-        if (lapseCheck) worker.lapseCheckAt = now + this.pollMs;
-        const claimed = this.db.transaction(() => {
-          const rows = lapseCheck ? this.stmts.lapsed.all(worker.name, now, free) : [];
-          if (rows.length < free) rows.push(...this.stmts.due.all(worker.name, now, free - rows.length));
-          for (const r of rows) this.stmts.claim.run(this.token, now + this.leaseMs, r.queue, r.id);
-          return rows;
-        })();
-        if (claimed.length > 0) this.counts.claims++;
-        // Fewer due jobs than slots: none waits any more (until one is stored waiting).
-        worker.backlog = claimed.length >= free;
-        for (const row of claimed) this.start(worker, row);
-      }
-      if (worker.active.size < worker.concurrency) {
-        const lapse = this.stmts.nextLapse.get(worker.name)?.t ?? null;
-        const times = [this.stmts.nextRun.get(worker.name)?.t ?? null, lapse === null ? null : Math.max(lapse, worker.lapseCheckAt)].filter((t): t is number => t !== null);
-        const next = times.length > 0 ? Math.min(...times) : null;
-        const until = next === null ? this.pollMs : Math.min(this.pollMs, Math.max(1, next - this.now()));
-        this.kick(worker, until);
-      }
-    } catch (err) {
-      if (this.closed) return;
-      // A busy or briefly unavailable file: try again on the next poll.
-      this.kick(worker, this.pollMs);
-      void err;
+    if (worker.polling) {
+      worker.pollAgain = true;
+      return;
     }
+    const free = worker.concurrency - busy(worker);
+    if (free <= 0) return; // a job's end polls again
+    const now = this.now();
+    const lapseCheck = now >= worker.lapseCheckAt;
+    if (lapseCheck) worker.lapseCheckAt = now + this.pollMs;
+    worker.reserved = free;
+    const done = () => {
+      worker.polling = null;
+      worker.reserved = 0;
+    };
+    // A claim is not synced: a lost claim leaves the job waiting, which is what a crash mid-run
+    // amounts to anyway.
+    worker.polling = this.store.claim({ queue: worker.name, now, free, lapseCheck, token: this.token, lockedUntil: now + this.leaseMs, lapseCheckAt: worker.lapseCheckAt }).then(
+      ({ rows, next }) => {
+        done();
+        if (this.abandoned) return;
+        if (rows.length > 0) this.counts.claims++;
+        // Fewer due jobs than slots: none waits any more (until one is stored waiting).
+        worker.backlog = rows.length >= free;
+        // Run even when the queue closed meanwhile (close waits for them): claimed, they would
+        // otherwise wait for their leases to lapse.
+        for (const row of rows) this.start(worker, row);
+        if (this.closed) return;
+        if (worker.pollAgain) {
+          worker.pollAgain = false;
+          this.kick(worker, 0);
+        } else if (rows.length < free) {
+          const until = next === null ? this.pollMs : Math.min(this.pollMs, Math.max(1, next - this.now()));
+          this.kick(worker, until);
+        }
+      },
+      () => {
+        done();
+        // A busy or briefly unavailable file: try again on the next poll.
+        if (!this.closed) this.kick(worker, this.pollMs);
+      },
+    );
   }
 
   /** Runs a claimed job (`row` as it was before its claim); `go`, when given, says whether to run it after all. */
@@ -341,7 +293,7 @@ export class EmbeddedJobQueue implements JobQueue {
     // Renewed from now (a renewal finds no row until the write stores it). A job not stored after all
     // (its id exists) gives back only a renewal it added: a run of that id here keeps its own.
     const renewing = !ids.has(row.id);
-    ids.add(row.id);
+    if (renewing) ids.set(row.id, row);
     const run = (async () => {
       if (go && !(await go)) {
         if (renewing) ids.delete(row.id);
@@ -354,17 +306,16 @@ export class EmbeddedJobQueue implements JobQueue {
       } catch (err) {
         outcome = { ok: false, err };
       }
-      await this.writeSoon(() => {
-        const now = this.now();
-        if (outcome.ok) {
-          this.stmts.complete.run(now, row.queue, row.id, this.token);
-        } else {
-          const message = errorMessage(outcome.err);
-          const permanent = outcome.err instanceof PermanentJobError;
-          if (!permanent && attempt <= backoff.length) this.stmts.retry.run(now + backoff[attempt - 1]!, message, row.queue, row.id, this.token);
-          else this.stmts.fail.run(now, message, row.queue, row.id, this.token);
-        }
-      });
+      const now = this.now();
+      let op: WriteOp;
+      if (outcome.ok) {
+        op = ['complete', row.seq, this.token, now];
+      } else {
+        const message = errorMessage(outcome.err);
+        const permanent = isPermanentJobError(outcome.err);
+        op = !permanent && attempt <= backoff.length ? ['retry', row.seq, this.token, now + backoff[attempt - 1]!, message] : ['fail', row.seq, this.token, now, message];
+      }
+      await this.writeSoon(op);
       ids.delete(row.id);
     })();
     worker.active.add(run);
@@ -374,41 +325,44 @@ export class EmbeddedJobQueue implements JobQueue {
     });
   }
 
-  private pendingWrites: { write: () => void; done: (outcome: true | { err: unknown }) => void }[] = [];
+  private pendingWrites: WriteOp[] = [];
+  private pendingDone: ((result: number | { err: unknown }) => void)[] = [];
 
   /**
    * Group commit: enqueues and outcomes of jobs finishing in the same turn of the event loop are
-   * written in one transaction, synced (off the event loop) before they resolve true. Resolves with
-   * the error when the write or the sync failed or the queue was abandoned: an outcome not recorded
-   * leaves the lease to lapse and the job to run again; an enqueue not recorded is refused.
+   * written in one transaction, synced (off the event loop) before they resolve, each with its result
+   * (an insert's rowid, 0 when its id existed; an outcome's changed rows). Resolves with the error
+   * when the write or the sync failed or the queue was abandoned: an outcome not recorded leaves the
+   * lease to lapse and the job to run again; an enqueue not recorded is refused.
    */
-  private writeSoon(write: () => void): Promise<true | { err: unknown }> {
+  private writeSoon(op: WriteOp): Promise<number | { err: unknown }> {
     return new Promise((done) => {
-      this.pendingWrites.push({ write, done });
+      this.pendingWrites.push(op);
+      this.pendingDone.push(done);
       if (this.pendingWrites.length > 1) return;
       setImmediate(() => {
-        const batch = this.pendingWrites;
+        const ops = this.pendingWrites;
+        const dones = this.pendingDone;
         this.pendingWrites = [];
-        const finish = (outcome: true | { err: unknown }) => batch.forEach((b) => b.done(outcome));
-        try {
-          if (!this.db.open) return finish({ err: new Error('job queue is closed') });
-          this.db.transaction(() => batch.forEach((b) => b.write()))();
-          this.counts.commits++;
-          this.counts.writes += batch.length;
-        } catch (err) {
-          return finish({ err });
-        }
-        this.wal.sync().then(
-          () => finish(true),
-          (err: unknown) => finish({ err }),
-        );
+        this.pendingDone = [];
+        const failed = (err: unknown) => dones.forEach((d) => d({ err }));
+        if (this.abandoned) return failed(new Error('job queue is closed'));
+        this.counts.commits++;
+        this.counts.writes += ops.length;
+        this.store.write(ops).then((results) => dones.forEach((d, i) => d(results[i]!)), failed);
       });
     });
   }
 
   private renewLeases() {
-    if (this.closed || !this.db.open) return;
-    const until = this.now() + this.leaseMs;
-    for (const [queue, ids] of this.running) for (const id of ids) this.stmts.renew.run(until, queue, id, this.token);
+    if (this.closed) return;
+    const seqs: number[] = [];
+    for (const rows of this.running.values()) for (const row of rows.values()) if (row.seq > 0) seqs.push(row.seq);
+    if (seqs.length === 0) return;
+    // A busy file: the next heartbeat renews them (a lease lasts three heartbeats).
+    this.store.renew(seqs, this.token, this.now() + this.leaseMs).catch(() => undefined);
   }
 }
+
+/** Slots taken: jobs running and those a claim on its way may fill. */
+const busy = (worker: QueueWorker) => worker.active.size + worker.reserved;

@@ -102,6 +102,12 @@ export class PermanentJobError extends Error {
   }
 }
 
+/**
+ * Is this a {@link PermanentJobError}? By its name too: one thrown by a copy of this module (the
+ * built code's next to the sources', as tests load them) is not an instance of this class.
+ */
+export const isPermanentJobError = (err: unknown): err is Error => err instanceof PermanentJobError || (err instanceof Error && err.name === 'PermanentJobError');
+
 /** Completed jobs are remembered (for dedupe) at least this long. */
 export const COMPLETED_RETENTION_MS = 7 * 24 * 3600 * 1000;
 

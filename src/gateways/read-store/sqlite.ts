@@ -10,12 +10,15 @@
  */
 import type Database from 'better-sqlite3';
 import { RowBatch, openSqlite } from '../sqlite.js';
+import { canRunThreads } from '../sqlite-thread.js';
 import type { Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
+import { ReadStoreWrites, TOMBSTONE_KEEP_MS, type RowWrite } from './sqlite-writes.js';
+import { ReadWriterThread, readWriterModule } from './sqlite-writer.js';
+
+export { TOMBSTONE_KEEP_MS };
 
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** How long a projector's tombstone (and any expired document) is kept before it is purged. */
-export const TOMBSTONE_KEEP_MS = 24 * 3600_000;
 /** Expired rows are purged at start and then at most this often, from a commit. */
 const PURGE_EVERY_MS = 10 * 60_000;
 
@@ -26,9 +29,19 @@ export class SqliteReadStore implements ReadStore {
   private readonly db: Database.Database;
   private readonly stmts;
   private readonly findCache = new Map<string, Database.Statement>();
-  private readonly commitTx: (writes: DocWrite[], checkpoints: Record<string, number>) => void;
+  /** Writes on this thread's connection, or (`writerThread`) on the store's writer thread. */
+  private readonly writes: ReadStoreWrites;
+  private readonly thread: ReadWriterThread | null = null;
 
-  constructor(file: string, private readonly clock: () => number = Date.now) {
+  /**
+   * `writerThread`: the platform's read.db writes on a thread of its own where the build can run it
+   * (true), or on the thread a build's module runs (tests); by default on this thread.
+   */
+  constructor(
+    file: string,
+    private readonly clock: () => number = Date.now,
+    options: { writerThread?: boolean | URL } = {},
+  ) {
     // NORMAL is enough: documents and checkpoint commit together, and the log can replay them.
     this.db = openSqlite(file, 'NORMAL');
     this.db.exec(`
@@ -52,44 +65,17 @@ export class SqliteReadStore implements ReadStore {
       versioned: this.db.prepare<[string, string], { data: string; expires_at: number | null; position: number | null }>(
         'SELECT data, expires_at, position FROM docs WHERE collection = ? AND id = ?',
       ),
-      upsert: this.db.prepare(
-        'INSERT INTO docs (collection, id, data, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at, position = NULL',
-      ),
-      // A projector's write (or, with an expiry of now, its tombstone): only over an older one.
-      upsertAt: this.db.prepare(
-        `INSERT INTO docs (collection, id, data, expires_at, position) VALUES (?, ?, ?, ?, ?) ON CONFLICT (collection, id) DO UPDATE
-         SET data = excluded.data, expires_at = excluded.expires_at, position = excluded.position WHERE docs.position IS NULL OR docs.position < excluded.position`,
-      ),
-      insertIfAbsent: this.db.prepare(
-        'INSERT INTO docs (collection, id, data, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at, position = NULL WHERE docs.expires_at IS NOT NULL AND docs.expires_at <= ?',
-      ),
-      del: this.db.prepare('DELETE FROM docs WHERE collection = ? AND id = ?'),
       checkpoint: this.db.prepare<[string], { position: number }>('SELECT position FROM checkpoints WHERE name = ?'),
       // json_each: one statement for any number of names.
       checkpointsOf: this.db.prepare<[string], { position: number }>('SELECT position FROM checkpoints WHERE name IN (SELECT value FROM json_each(?))'),
-      // Every checkpoint of a commit in one statement (the projector moves all of them each batch).
-      setCheckpoints: this.db.prepare(
-        'INSERT INTO checkpoints (name, position) SELECT key, value FROM json_each(?) WHERE true ON CONFLICT (name) DO UPDATE SET position = MAX(position, excluded.position)',
-      ),
       scan: this.db.prepare<[string, number], { id: string; data: string; position: number | null }>(
         'SELECT id, data, position FROM docs WHERE collection = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY id',
       ),
-      purge: this.db.prepare('DELETE FROM docs WHERE expires_at IS NOT NULL AND expires_at <= ?'),
     };
+    this.writes = new ReadStoreWrites(this.db);
     this.purge();
-    // Made once: a transaction wrapper per commit showed in profiles.
-    this.commitTx = this.db.transaction((writes: DocWrite[], checkpoints: Record<string, number>) => {
-      let now = 0;
-      for (const w of writes) {
-        if (w.position !== undefined) {
-          if (w.doc !== null) this.stmts.upsertAt.run(w.collection, w.id, JSON.stringify(w.doc), null, w.position);
-          else this.stmts.upsertAt.run(w.collection, w.id, 'null', (now ||= this.clock()), w.position);
-        } else if (w.doc === null) this.stmts.del.run(w.collection, w.id);
-        else this.stmts.upsert.run(w.collection, w.id, JSON.stringify(w.doc), null);
-      }
-      const json = JSON.stringify(checkpoints);
-      if (json !== '{}') this.stmts.setCheckpoints.run(json);
-    });
+    const module = options.writerThread instanceof URL ? options.writerThread : options.writerThread && canRunThreads(file) ? readWriterModule : null;
+    if (module && file !== ':memory:') this.thread = new ReadWriterThread(file, module);
   }
 
   async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
@@ -142,14 +128,20 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void> {
-    this.commitTx(writes, checkpoints);
-    if (this.clock() >= this.nextPurge) this.purge();
+    const now = this.clock();
+    const rows: RowWrite[] = writes.map((w) => ({ collection: w.collection, id: w.id, data: w.doc === null ? null : JSON.stringify(w.doc), position: w.position ?? null }));
+    const json = JSON.stringify(checkpoints);
+    const purge = now >= this.nextPurge;
+    if (purge) this.nextPurge = now + PURGE_EVERY_MS;
+    if (this.thread) return this.thread.commit(rows, json, now, purge);
+    this.writes.commit(rows, json, now);
+    if (purge) this.writes.purge(now);
   }
 
   /** Drops tombstones and expired documents older than TOMBSTONE_KEEP_MS (an index finds them). */
   private purge() {
     const now = this.clock();
-    this.stmts.purge.run(now - TOMBSTONE_KEEP_MS);
+    this.writes.purge(now);
     this.nextPurge = now + PURGE_EVERY_MS;
   }
 
@@ -165,12 +157,15 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async put(collection: string, id: string, doc: Doc, options: { expiresAt?: number } = {}): Promise<void> {
-    this.stmts.upsert.run(collection, id, JSON.stringify(doc), options.expiresAt ?? null);
+    const data = JSON.stringify(doc);
+    if (this.thread) return this.thread.put(collection, id, data, options.expiresAt ?? null);
+    this.writes.put(collection, id, data, options.expiresAt ?? null);
   }
 
   async insertIfAbsent(collection: string, id: string, doc: Doc, options: { expiresAt?: number } = {}): Promise<boolean> {
-    const info = this.stmts.insertIfAbsent.run(collection, id, JSON.stringify(doc), options.expiresAt ?? null, this.clock());
-    return info.changes > 0;
+    const data = JSON.stringify(doc);
+    if (this.thread) return this.thread.insertIfAbsent(collection, id, data, options.expiresAt ?? null, this.clock());
+    return this.writes.insertIfAbsent(collection, id, data, options.expiresAt ?? null, this.clock());
   }
 
   async scan(collection: string): Promise<{ id: string; doc: Doc }[]> {
@@ -180,7 +175,8 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async delete(collection: string, id: string): Promise<void> {
-    this.stmts.del.run(collection, id);
+    if (this.thread) return this.thread.delete(collection, id);
+    this.writes.delete(collection, id);
   }
 
   /** Throwaway storage being built (replay): no journal, no syncs; it becomes durable when promoted. */
@@ -237,6 +233,8 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async close(): Promise<void> {
+    // The writes already made are answered first (the thread answers in order).
+    await this.thread?.close();
     if (this.db.open) this.db.close();
   }
 }

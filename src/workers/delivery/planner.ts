@@ -18,7 +18,7 @@ import { attemptDecider, deliveryIds, deliveryInitialState, evolveDelivery, type
 import { aggregateCache } from '../../commands/aggregate-cache.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import type { SubscriberDoc as SubscriberRecord } from '../../projections/subscribers.js';
-import { DELIVERY_QUEUE, type DeliveryJob } from './sender.js';
+import { DELIVERY_QUEUE, peekOf, serviceDoc, type DeliveryJob } from './sender.js';
 
 export const PLANNER_CHECKPOINT = 'delivery-planner';
 /** Events the planner handles at once. */
@@ -63,8 +63,11 @@ export class DeliveryPlanner {
    * is enqueued again, which the job id makes harmless.
    */
   private readonly enqueued = new Set<string>();
+  private readonly peek;
 
-  constructor(private readonly ctx: Context) {}
+  constructor(private readonly ctx: Context) {
+    this.peek = peekOf(ctx);
+  }
 
   /** Position of the last event handled. */
   get position(): number {
@@ -112,7 +115,8 @@ export class DeliveryPlanner {
     if (!call.webhook) return false;
     // The read models must include everything stored up to this event (a webhook set just before the call).
     await this.ctx.sync.waitFor(event.position);
-    const service = await this.ctx.reads.get<ServiceDoc>('services', String(call.svcId));
+    const found = serviceDoc(this.ctx, this.peek, call.svcId);
+    const service = found instanceof Promise ? await found : found;
     if (!service?.webhook?.url) return false;
     const deliveryId = deliveryIds.webhook(event.id);
     await this.request({

@@ -10,7 +10,6 @@ import { handleCommand, loadAggregate } from '../../commands/decider.js';
 import { aggregateCache } from '../../commands/aggregate-cache.js';
 import { attemptDecider, type DeliveryRequestedData } from '../../commands/delivery/delivery.js';
 import { streams } from '../../domain/streams.js';
-import { signedHeaders } from '../../gateways/http-delivery/signing.js';
 import type { HttpPoster } from '../../gateways/http-delivery/post.js';
 import { threadedPoster } from '../../gateways/http-delivery/threaded.js';
 import type { ServiceDoc } from '../../projections/services.js';
@@ -23,13 +22,36 @@ export interface DeliveryJob {
   round: number;
 }
 
-/** The key a delivery is signed with now, or why there is none. */
-async function currentSecret(ctx: Context, req: DeliveryRequestedData): Promise<{ secret: string } | { error: string }> {
+/** The read store's `peek` (a hot collection's document without a promise), where it has one. */
+type Peek = <T>(collection: string, id: string) => T | null | undefined;
+export const peekOf = (ctx: Context): Peek | null => {
+  const reads = ctx.reads as unknown as { peek?: Peek };
+  return typeof reads.peek === 'function' ? reads.peek.bind(reads) : null;
+};
+
+/** A service's document: peeked where the read store keeps services in memory, else read. */
+export function serviceDoc(ctx: Context, peek: Peek | null, svcId: number): ServiceDoc | null | Promise<ServiceDoc | null> {
+  const doc = peek?.<ServiceDoc>('services', String(svcId));
+  return doc === undefined ? ctx.reads.get<ServiceDoc>('services', String(svcId)) : doc;
+}
+
+type Key = { secret: string } | { error: string };
+
+/** The key a delivery is signed with now, or why there is none (a webhook's without a promise where its service is peeked). */
+function currentSecret(ctx: Context, peek: Peek | null, req: DeliveryRequestedData): Key | Promise<Key> {
   if (req.kind === 'webhook') {
-    const svc = await ctx.reads.get<ServiceDoc>('services', String(req.svcId));
-    if (!svc?.webhook?.secret) return { error: `service ${req.svcId} has no webhook any more` };
-    return { secret: svc.webhook.secret };
+    const svc = serviceDoc(ctx, peek, req.svcId);
+    return svc instanceof Promise ? svc.then((doc) => webhookSecret(doc, req)) : webhookSecret(svc, req);
   }
+  return subscriberSecret(ctx, req);
+}
+
+function webhookSecret(svc: ServiceDoc | null, req: DeliveryRequestedData): Key {
+  if (!svc?.webhook?.secret) return { error: `service ${req.svcId} has no webhook any more` };
+  return { secret: svc.webhook.secret };
+}
+
+async function subscriberSecret(ctx: Context, req: DeliveryRequestedData): Promise<Key> {
   const s = req.subscriber!;
   const docs = await ctx.reads.find<SubscriberDoc>('subscribers', { svc_id: s.svcId });
   const doc = docs.find((d) => Number(d.agent_id ?? 0) === s.agentId && String(d.id) === s.id);
@@ -54,26 +76,35 @@ class ReceiverGate {
   private readonly inFlight = new Map<string, number>();
   private readonly waiting = new Map<string, Array<() => void>>();
 
-  async enter(origin: string, timeoutMs: number): Promise<(() => void) | null> {
-    if ((this.inFlight.get(origin) ?? 0) >= PER_RECEIVER_CONCURRENCY) {
-      const admitted = await new Promise<boolean>((resolve) => {
-        const queue = this.waiting.get(origin) ?? [];
-        this.waiting.set(origin, queue);
-        const wake = () => {
-          clearTimeout(timer);
-          resolve(true);
-        };
-        const timer = setTimeout(() => {
-          const i = queue.indexOf(wake);
-          if (i >= 0) queue.splice(i, 1);
-          resolve(false);
-        }, timeoutMs);
-        queue.push(wake);
-      });
-      if (!admitted) return null;
-    } else {
-      this.inFlight.set(origin, (this.inFlight.get(origin) ?? 0) + 1);
+  /** The slot's release at once when one is free (no promise: the usual case), else once one is, or null on timeout. */
+  enter(origin: string, timeoutMs: number): (() => void) | Promise<(() => void) | null> {
+    const n = this.inFlight.get(origin) ?? 0;
+    if (n < PER_RECEIVER_CONCURRENCY) {
+      this.inFlight.set(origin, n + 1);
+      return this.leave(origin);
     }
+    return this.wait(origin, timeoutMs);
+  }
+
+  private async wait(origin: string, timeoutMs: number): Promise<(() => void) | null> {
+    const admitted = await new Promise<boolean>((resolve) => {
+      const queue = this.waiting.get(origin) ?? [];
+      this.waiting.set(origin, queue);
+      const wake = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        const i = queue.indexOf(wake);
+        if (i >= 0) queue.splice(i, 1);
+        resolve(false);
+      }, timeoutMs);
+      queue.push(wake);
+    });
+    return admitted ? this.leave(origin) : null;
+  }
+
+  private leave(origin: string): () => void {
     let left = false;
     return () => {
       if (left) return;
@@ -107,6 +138,7 @@ function originOf(url: string): string {
 
 export function deliveryHandler(ctx: Context, post: HttpPoster = threadedPoster()) {
   const gate = new ReceiverGate();
+  const peek = peekOf(ctx);
   return async (job: Job<DeliveryJob>): Promise<void> => {
     const { deliveryId, round } = job.payload;
     const streamId = streams.delivery(deliveryId);
@@ -122,18 +154,21 @@ export function deliveryHandler(ctx: Context, post: HttpPoster = threadedPoster(
     let statusCode: number | null = null;
     let error: string | null = null;
     let permanent = false;
-    const key = await currentSecret(ctx, req);
+    const found = currentSecret(ctx, peek, req);
+    const key = found instanceof Promise ? await found : found;
     if ('error' in key) {
       error = key.error;
       permanent = true;
     } else {
-      const leave = await gate.enter(originOf(req.url), ctx.config.webhookTimeoutMs);
+      const entered = gate.enter(originOf(req.url), ctx.config.webhookTimeoutMs);
+      const leave = typeof entered === 'function' ? entered : await entered;
       if (!leave) {
         error = `receiver busy: ${PER_RECEIVER_CONCURRENCY} attempts to it still running after ${ctx.config.webhookTimeoutMs} ms`;
       } else {
         try {
-          const headers = signedHeaders(key.secret, req.webhookId, Math.floor(ctx.now() / 1000), req.body);
-          const res = await post(req.url, req.body, { timeoutMs: ctx.config.webhookTimeoutMs, allowPrivate: ctx.config.webhookAllowPrivate, headers });
+          // Signed by the poster, on its thread.
+          const sign = { secret: key.secret, id: req.webhookId, timestampS: Math.floor(ctx.now() / 1000) };
+          const res = await post(req.url, req.body, { timeoutMs: ctx.config.webhookTimeoutMs, allowPrivate: ctx.config.webhookAllowPrivate, sign });
           statusCode = res.statusCode;
           if (statusCode < 200 || statusCode > 299) error = `receiver answered HTTP ${statusCode}`;
         } catch (err) {

@@ -1,4 +1,5 @@
 /** Delivery deciders: each attempt recorded once per round, delivered or failed; the operator's redeliver. */
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { attemptDecider, deliveryIds, redeliverDecider, type DeliveryEvent, type RecordAttemptCommand } from '../../../src/commands/delivery/delivery.js';
 import { v5 as uuidv5 } from 'uuid';
@@ -73,6 +74,12 @@ describe('redeliver', () => {
     expect(deliveryIds.webhook('6f1c2a34-0b1d-4c8e-9f00-1a2b3c4d5e6f')).toBe(uuidv5('webhook:6f1c2a34-0b1d-4c8e-9f00-1a2b3c4d5e6f', ns));
     expect(deliveryIds.requestedEvent('d1')).toBe(uuidv5('requested:d1', ns));
     for (const id of ['é', '日本', 'a😀b', '']) expect(deliveryIds.subscriber('e1', { ...sub, id })).toBe(uuidv5(`subscriber:e1:101:0:${id}`, ns));
+    // Long names (past the reused buffer's size), and a short one after them.
+    for (const id of ['x'.repeat(300), 'é'.repeat(2000), 's']) expect(deliveryIds.subscriber('e1', { ...sub, id })).toBe(uuidv5(`subscriber:e1:101:0:${id}`, ns));
+    for (let i = 0; i < 50; i++) {
+      const e = randomUUID();
+      expect(deliveryIds.webhook(e)).toBe(uuidv5(`webhook:${e}`, ns));
+    }
     expect(() => deliveryIds.subscriber('e1', { ...sub, id: 'x\uD800y' })).toThrow(URIError); // as uuid does
     expect(deliveryIds.job('d1', 0)).toBe('d1');
     expect(deliveryIds.job('d1', 2)).toBe('d1.r2');
