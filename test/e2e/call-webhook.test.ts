@@ -34,7 +34,11 @@ describe('a finished call reaches the service webhook', () => {
     expect(record).toMatchObject({ callid: id, disposition: 'answered', 'call-type': 'outgoing', 'agent-number': '9100001001', 'customer-number': '9876543210', 'virtual-number': '8000000101' });
     expect(record['call-duration']).toMatch(/^\d+$/);
     expect((await fetch(record['recording-url']!)).status).toBe(200);
-    const deliveries = await (await s.ops('/ops/v1/deliveries?svc-id=101&status=delivered')).json();
-    expect(deliveries.find((d: { callid?: string }) => d.callid === id)).toMatchObject({ kind: 'webhook', status: 'delivered' });
+    // The receiver holds the POST before its answer reaches the sender, which records it delivered after.
+    const delivered = await eventually(async () => {
+      const list = await (await s.ops('/ops/v1/deliveries?svc-id=101&status=delivered')).json();
+      return list.find((d: { callid?: string }) => d.callid === id);
+    }, 'the delivery recorded as delivered');
+    expect(delivered).toMatchObject({ kind: 'webhook', status: 'delivered' });
   });
 });
