@@ -325,9 +325,10 @@ const suites: Suite[] = [
   {
     name: 'webhooks',
     run: async () => {
-      const r = await benchWebhooks({ calls: envInt('BENCH_WEBHOOKS', 5000) });
+      const warmup = envInt('BENCH_WEBHOOKS_WARMUP', 1000);
+      const r = await benchWebhooks({ calls: envInt('BENCH_WEBHOOKS', 5000), warmup });
       figures.webhooks = r.perSecond;
-      return `${table([['webhook deliveries', 'per second', 'p50 ms', 'p99 ms'], [r.name, f1(r.perSecond), f1(r.p50), f1(r.p99)]])}\n  signed POSTs to a local receiver (a bare parser in a worker thread), from the CallEnded append to receipt; per delivery ${f1(r.appendsPerDelivery)} appends in ${f1(r.commitsPerDelivery)} commits and ${f1(r.syncsPerDelivery)} fsyncs of the event store\n  ${workLine(r.work)}\n`;
+      return `${table([['webhook deliveries', 'per second', 'p50 ms', 'p99 ms'], [r.name, f1(r.perSecond), f1(r.p50), f1(r.p99)]])}\n  signed POSTs to a local receiver (a bare parser in a worker thread), from the CallEnded append to receipt, after ${fmt(warmup)} warm-up deliveries; per delivery ${f1(r.appendsPerDelivery)} appends in ${f1(r.commitsPerDelivery)} commits and ${f1(r.syncsPerDelivery)} fsyncs of the event store\n  ${workLine(r.work)}\n`;
     },
   },
   {

@@ -36,7 +36,10 @@ export interface ReceiverOptions {
 }
 
 /** Starts the receiver; resolves with its port. `onAll` gets [id, first arrival][] and the requests seen once `expected` ids arrived. */
-export function startReceiver(options: ReceiverOptions, onAll: (arrivals: [string, number][], requests: number) => void): Promise<{ port: number; close: () => void }> {
+export function startReceiver(
+  options: ReceiverOptions,
+  onAll: (arrivals: [string, number][], requests: number) => void,
+): Promise<{ port: number; close: () => void; requests: () => number }> {
   const arrivals = new Map<string, number>();
   let requests = 0;
   const server = net.createServer((socket) => {
@@ -60,7 +63,7 @@ export function startReceiver(options: ReceiverOptions, onAll: (arrivals: [strin
     socket.on('error', () => socket.destroy());
   });
   return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve({ port: (server.address() as net.AddressInfo).port, close: () => server.close() })),
+    server.listen(0, '127.0.0.1', () => resolve({ port: (server.address() as net.AddressInfo).port, close: () => server.close(), requests: () => requests })),
   );
 }
 
@@ -68,5 +71,7 @@ export function startReceiver(options: ReceiverOptions, onAll: (arrivals: [strin
 if (parentPort && (workerData as { receiver?: ReceiverOptions } | null)?.receiver) {
   const port = parentPort;
   const r = await startReceiver((workerData as { receiver: ReceiverOptions }).receiver, (arrivals, requests) => port.postMessage({ arrivals, requests }));
+  // 'requests': how many requests so far (the parent's count at the end of a warm-up).
+  port.on('message', (m: unknown) => m === 'requests' && port.postMessage({ requestsSoFar: r.requests() }));
   port.postMessage({ port: r.port });
 }

@@ -92,18 +92,30 @@ export function workPer(before: ReturnType<typeof workSnapshot>, after: ReturnTy
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 
 /** The receiver in its worker thread: its port, and the arrivals once every delivery came. */
-async function startReceiverWorker(expected: number): Promise<{ url: string; arrived: Promise<{ arrivals: [string, number][]; requests: number }>; stop: () => Promise<void> }> {
+async function startReceiverWorker(expected: number): Promise<{
+  url: string;
+  arrived: Promise<{ arrivals: [string, number][]; requests: number }>;
+  requestsSoFar: () => Promise<number>;
+  stop: () => Promise<void>;
+}> {
   const worker = new Worker(new URL('./webhook-receiver.js', import.meta.url), { workerData: { receiver: { expected } } });
   let arrived!: (a: { arrivals: [string, number][]; requests: number }) => void;
   const all = new Promise<{ arrivals: [string, number][]; requests: number }>((r) => (arrived = r));
+  const counts: ((n: number) => void)[] = [];
   const port = await new Promise<number>((resolve, reject) => {
-    worker.on('message', (m: { port?: number; arrivals?: [string, number][]; requests?: number }) => {
+    worker.on('message', (m: { port?: number; arrivals?: [string, number][]; requests?: number; requestsSoFar?: number }) => {
       if (m.port !== undefined) resolve(m.port);
       if (m.arrivals) arrived({ arrivals: m.arrivals, requests: m.requests ?? 0 });
+      if (m.requestsSoFar !== undefined) counts.shift()?.(m.requestsSoFar);
     });
     worker.once('error', reject);
   });
-  return { url: `http://127.0.0.1:${port}/hook`, arrived: all, stop: async () => void (await worker.terminate()) };
+  const requestsSoFar = () =>
+    new Promise<number>((resolve) => {
+      counts.push(resolve);
+      worker.postMessage('requests');
+    });
+  return { url: `http://127.0.0.1:${port}/hook`, arrived: all, requestsSoFar, stop: async () => void (await worker.terminate()) };
 }
 
 /** Called when the measured part starts and when it ends (a profiler, say). */
@@ -112,10 +124,16 @@ export interface WindowHooks {
   end?: () => Promise<void> | void;
 }
 
-export async function benchWebhooks(options: { calls?: number; window?: WindowHooks } = {}): Promise<BenchResult> {
+/**
+ * `warmup` deliveries first, on the same platform, measured not at all: what is measured is a
+ * process whose delivery path V8 has already compiled, as in a server that has been up a while
+ * (the HTTP and calls suites warm up too). 0 measures a cold process.
+ */
+export async function benchWebhooks(options: { calls?: number; warmup?: number; window?: WindowHooks } = {}): Promise<BenchResult> {
   const calls = options.calls ?? 2000;
+  const warmup = options.warmup ?? 0;
   const appendedAt = new Map<string, number>();
-  const receiver = await startReceiverWorker(calls);
+  const receiver = await startReceiverWorker(warmup + calls);
   const receiverUrl = receiver.url;
   const now = () => performance.timeOrigin + performance.now();
 
@@ -130,32 +148,43 @@ export async function benchWebhooks(options: { calls?: number; window?: WindowHo
     };
     const applied = await applyProvisioning(platform.ctx.events, doc);
     await platform.ctx.sync.waitFor(applied.position);
-    // The work is counted until every delivery is recorded as delivered (its attempt comes after its arrival).
+    // A round is over when each of its deliveries is recorded as delivered (its attempt comes after its arrival).
     let succeeded = 0;
-    let allRecorded!: () => void;
-    const recorded = new Promise<void>((r) => (allRecorded = r));
+    let roundEnd = 0;
+    let roundRecorded!: () => void;
     const sub = platform.ctx.events.subscribeToAll({ after: await platform.ctx.events.headPosition() });
     const watching = (async () => {
-      for await (const e of sub) if (e.type === 'DeliveryAttempted' && (e.data as { error: unknown }).error === null && ++succeeded === calls) allRecorded();
+      for await (const e of sub) if (e.type === 'DeliveryAttempted' && (e.data as { error: unknown }).error === null && ++succeeded === roundEnd) roundRecorded();
     })();
+    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`webhooks bench: not every delivery arrived in 120 s`)), 120_000).unref());
+    /** Appends `n` CallEnded at once, as a busy minute's finished calls would be (the appends share commits). */
+    const round = async (n: number) => {
+      roundEnd = succeeded + n;
+      const recorded = new Promise<void>((r) => (roundRecorded = r));
+      const appends: Promise<unknown>[] = [];
+      for (let i = 0; i < n; i++) {
+        const xnid = randomUUID();
+        const data: CallEndedData = {
+          xnid, svcId: 101, direction: 'Outbound', disposition: 'answered', startTime: 0, endTime: 1000, durationS: 1, agentId: null, agentNumber: '', customerNumber: '9876543210', recordingUrl: null,
+          webhook: { callid: xnid, 'call-duration': '1', 'agent-number': '', 'customer-number': '9876543210', 'end-time': '2024-05-01 10:00:01', 'start-time': '2024-05-01 10:00:00', 'call-type': 'outgoing', 'virtual-number': '8000000101', disposition: 'answered' },
+        };
+        appendedAt.set(xnid, now());
+        appends.push(platform.ctx.events.appendToStream(`call-${xnid}`, [{ type: 'CallEnded', data }]));
+      }
+      await Promise.all(appends);
+      return recorded;
+    };
+    if (warmup > 0) await Promise.race([round(warmup), timeout]);
+    const warmupRequests = warmup > 0 ? await receiver.requestsSoFar() : 0;
+    const warmed = new Set(appendedAt.keys());
     await options.window?.start?.();
     const start = now();
     const before = workSnapshot(platform.ctx.events, platform.ctx.queue);
-    // All at once, as a busy minute's finished calls would be (the appends share commits).
-    const appends: Promise<unknown>[] = [];
-    for (let i = 0; i < calls; i++) {
-      const xnid = randomUUID();
-      const data: CallEndedData = {
-        xnid, svcId: 101, direction: 'Outbound', disposition: 'answered', startTime: 0, endTime: 1000, durationS: 1, agentId: null, agentNumber: '', customerNumber: '9876543210', recordingUrl: null,
-        webhook: { callid: xnid, 'call-duration': '1', 'agent-number': '', 'customer-number': '9876543210', 'end-time': '2024-05-01 10:00:01', 'start-time': '2024-05-01 10:00:00', 'call-type': 'outgoing', 'virtual-number': '8000000101', disposition: 'answered' },
-      };
-      appendedAt.set(xnid, now());
-      appends.push(platform.ctx.events.appendToStream(`call-${xnid}`, [{ type: 'CallEnded', data }]));
-    }
-    await Promise.all(appends);
-    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`webhooks bench: not every delivery arrived in 120 s`)), 120_000).unref());
-    const { arrivals, requests } = await Promise.race([receiver.arrived, timeout]);
+    const recorded = round(calls);
+    const all = await Promise.race([receiver.arrived, timeout]);
     await Promise.race([recorded, timeout]);
+    const arrivals = all.arrivals.filter(([id]) => !warmed.has(id));
+    const requests = all.requests - warmupRequests;
     const after = workSnapshot(platform.ctx.events, platform.ctx.queue);
     await options.window?.end?.();
     sub.close();

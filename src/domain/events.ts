@@ -88,3 +88,5 @@ export type UsernameEvent =
 
 /** The recording-signing key (stream `platform-keys`), base64. */
 export type RecordingKeyCreated = DomainEvent<'RecordingKeyCreated', { key: string }>;
+/** Deliveries caused by events from position `from` on have time-ordered ids (workers/delivery/id-order.ts). */
+export type DeliveryIdsOrdered = DomainEvent<'DeliveryIdsOrdered', { from: number }>;

@@ -127,11 +127,38 @@ function nameId(name: string): string {
   return `${x.slice(0, 8)}-${x.slice(8, 12)}-5${x.slice(13, 16)}-${VARIANT_DIGIT[x[16]!]}${x.slice(17, 20)}-${x.slice(20, 32)}`;
 }
 
-/** Deterministic ids: replaying the same causing event yields the same delivery and event ids. */
+const HEX_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The 48-bit time of a time-ordered id (version 7, as the log gives its events, or 8, ours below), else null. */
+function timeOf(id: string): string | null {
+  return (id[14] === '7' || id[14] === '8') && HEX_UUID.test(id) ? `${id.slice(0, 8)}-${id.slice(9, 13)}` : null;
+}
+
+/**
+ * `name`'s id placed in time: with `timeFrom` a time-ordered id, a UUID of version 8 (RFC 9562's
+ * custom layout) whose first 48 bits are its time and whose other 74 are the name's SHA-1, as in v5.
+ * As deterministic as v5, and ids made about the same time sort together, so the log's and the job
+ * queue's indexes on them grow at one end instead of taking a random page each (v5 ids cost a
+ * delivery about a fifth of the platform thread's time in those indexes). Else v5, as before.
+ */
+function placedNameId(name: string, timeFrom: string | null): string {
+  const id = nameId(name);
+  const time = timeFrom === null ? null : timeOf(timeFrom);
+  return time === null ? id : `${time}-8${id.slice(15)}`;
+}
+
+/**
+ * Deterministic ids: replaying the same causing event yields the same delivery and event ids.
+ * `ordered`: the delivery's id takes the causing event's time (placedNameId); false for the events
+ * planned before time-ordered ids came in (see DeliveryIdOrder), so that replaying them asks again
+ * for the very deliveries they asked for then.
+ */
 export const deliveryIds = {
-  webhook: (callEndedEventId: string) => nameId(`webhook:${callEndedEventId}`),
-  subscriber: (legEventId: string, sub: { svcId: number; agentId: number; id: string }) => nameId(`subscriber:${legEventId}:${sub.svcId}:${sub.agentId}:${sub.id}`),
-  requestedEvent: (deliveryId: string) => nameId(`requested:${deliveryId}`),
+  webhook: (callEndedEventId: string, ordered = false) => placedNameId(`webhook:${callEndedEventId}`, ordered ? callEndedEventId : null),
+  subscriber: (legEventId: string, sub: { svcId: number; agentId: number; id: string }, ordered = false) =>
+    placedNameId(`subscriber:${legEventId}:${sub.svcId}:${sub.agentId}:${sub.id}`, ordered ? legEventId : null),
+  /** In the delivery's own time when its id has one (only ids made time-ordered above do: no v5 id is version 7 or 8). */
+  requestedEvent: (deliveryId: string) => placedNameId(`requested:${deliveryId}`, deliveryId),
   /** Queue job of one round of a delivery. */
   job: (deliveryId: string, round: number) => (round === 0 ? deliveryId : `${deliveryId}.r${round}`),
 };

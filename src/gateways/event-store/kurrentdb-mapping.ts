@@ -3,16 +3,20 @@
  * positions, metadata, expected revisions, merged multi-stream appends, connection strings and the
  * server version check. Pure functions (but the version check), tested without a server.
  */
-import { v4 as uuidv4, v5 as uuidv5, validate as isUuid } from 'uuid';
+import { v5 as uuidv5, v7 as uuidv7, validate as isUuid } from 'uuid';
 import type { KurrentDBClient, Position } from '@kurrent/kurrentdb-client';
 import { type ExpectedRevision, type StreamAppend, WrongExpectedRevisionError } from './port.js';
 
 /** The first KurrentDB release with multi-stream append (`appendToStreams`). */
 export const MIN_SERVER_VERSION = '25.1.0';
 
-/** Ids that are not UUIDs (KurrentDB requires one) are mapped to a stable UUID, so a retry maps alike. */
+/**
+ * Ids that are not UUIDs (KurrentDB requires one) are mapped to a stable UUID, so a retry maps alike.
+ * An event without one gets a time-ordered UUID (v7), as on the embedded log: what is derived from
+ * event ids (delivery ids) then sorts in time too.
+ */
 const ID_NAMESPACE = '0f7a3a1e-8a51-4d5c-9b3e-6f1d2c4b8e90';
-export const eventUuid = (id: string | undefined): string => (id === undefined ? uuidv4() : isUuid(id) ? id.toLowerCase() : uuidv5(id, ID_NAMESPACE));
+export const eventUuid = (id: string | undefined): string => (id === undefined ? uuidv7() : isUuid(id) ? id.toLowerCase() : uuidv5(id, ID_NAMESPACE));
 
 /** Turns every accepted connection-string form into the one the client and its Rust bridge parse alike. */
 export function normalizeConnectionString(url: string): string {

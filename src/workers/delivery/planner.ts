@@ -19,6 +19,7 @@ import { aggregateCache } from '../../commands/aggregate-cache.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import type { SubscriberDoc as SubscriberRecord } from '../../projections/subscribers.js';
 import { DELIVERY_QUEUE, peekOf, serviceDoc, type DeliveryJob } from './sender.js';
+import { orderedIdsFrom } from './id-order.js';
 
 export const PLANNER_CHECKPOINT = 'delivery-planner';
 /** Events the planner handles at once. */
@@ -64,6 +65,8 @@ export class DeliveryPlanner {
    */
   private readonly enqueued = new Set<string>();
   private readonly peek;
+  /** Events from this position on get time-ordered delivery ids (id-order.ts). */
+  private orderedFrom = Number.POSITIVE_INFINITY;
 
   constructor(private readonly ctx: Context) {
     this.peek = peekOf(ctx);
@@ -75,6 +78,7 @@ export class DeliveryPlanner {
   }
 
   async start(): Promise<void> {
+    this.orderedFrom = await orderedIdsFrom(this.ctx.events);
     // Deliveries are independent: events read together are planned together, so their
     // DeliveryRequested appends share a commit and their jobs' enqueues share a sync.
     this.follower = await follow(
@@ -118,7 +122,7 @@ export class DeliveryPlanner {
     const found = serviceDoc(this.ctx, this.peek, call.svcId);
     const service = found instanceof Promise ? await found : found;
     if (!service?.webhook?.url) return false;
-    const deliveryId = deliveryIds.webhook(event.id);
+    const deliveryId = deliveryIds.webhook(event.id, event.position >= this.orderedFrom);
     await this.request({
       deliveryId,
       kind: 'webhook',
@@ -143,7 +147,7 @@ export class DeliveryPlanner {
     await this.request(
       ...wanted.map((s): DeliveryRequestedData => {
         const subscriber = { svcId: leg.svcId, agentId: Number(s.agent_id ?? 0), id: String(s.id) };
-        const deliveryId = deliveryIds.subscriber(event.id, subscriber);
+        const deliveryId = deliveryIds.subscriber(event.id, subscriber, event.position >= this.orderedFrom);
         return { deliveryId, kind: 'subscriber', svcId: leg.svcId, url: s.url, eventId: event.id, subscriber, webhookId: deliveryId, body, at: event.time };
       }),
     );

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { attemptDecider, deliveryIds, redeliverDecider, type DeliveryEvent, type RecordAttemptCommand } from '../../../src/commands/delivery/delivery.js';
 import { v5 as uuidv5 } from 'uuid';
 import { deciderSpec } from '../../support/decider-spec.js';
+import { timeOrderedId } from '../../../src/gateways/event-store/sqlite-group.js';
 
 const requested: DeliveryEvent = {
   type: 'DeliveryRequested',
@@ -83,5 +84,32 @@ describe('redeliver', () => {
     expect(() => deliveryIds.subscriber('e1', { ...sub, id: 'x\uD800y' })).toThrow(URIError); // as uuid does
     expect(deliveryIds.job('d1', 0)).toBe('d1');
     expect(deliveryIds.job('d1', 2)).toBe('d1.r2');
+  });
+
+  it('ordered: the id starts with the causing event\'s time, so ids made together sort together; still derived from the event', () => {
+    const ns = '5b0d7d0e-6a34-4c57-9a5e-5d1f5f2b7c11';
+    const sub = { svcId: 101, agentId: 0, id: 's' };
+    const at = (ms: number) => timeOrderedId(ms);
+    const e1 = at(1_732_500_000_000);
+    const id = deliveryIds.webhook(e1, true);
+    expect(id).toBe(deliveryIds.webhook(e1, true));
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(id.slice(0, 13)).toBe(e1.slice(0, 13));
+    // The rest is v5's hash of the same name: as unique as the v5 id.
+    expect(id.slice(14 + 1)).toBe(uuidv5(`webhook:${e1}`, ns).slice(15));
+    expect(deliveryIds.subscriber(e1, sub, true)).not.toBe(deliveryIds.subscriber(e1, { ...sub, agentId: 1 }, true));
+    expect(deliveryIds.subscriber(e1, sub, true).slice(0, 13)).toBe(e1.slice(0, 13));
+    // Later events, later ids: a run of deliveries appends to the end of an index on them.
+    const ids = [0, 1, 2, 1000, 60_000].map((d) => deliveryIds.webhook(at(1_732_500_000_000 + d), true));
+    expect([...ids].sort()).toEqual(ids);
+    // Its DeliveryRequested event's id is in the same time; a v5 delivery's stays v5.
+    expect(deliveryIds.requestedEvent(id).slice(0, 13)).toBe(e1.slice(0, 13));
+    expect(deliveryIds.requestedEvent(id)[14]).toBe('8');
+    expect(deliveryIds.requestedEvent(deliveryIds.webhook(e1))).toBe(uuidv5(`requested:${deliveryIds.webhook(e1)}`, ns));
+    // Not ordered (planned before), or a cause without a time (a v4 id, a name): v5 as before.
+    expect(deliveryIds.webhook(e1)).toBe(uuidv5(`webhook:${e1}`, ns));
+    const v4 = randomUUID();
+    expect(deliveryIds.webhook(v4, true)).toBe(uuidv5(`webhook:${v4}`, ns));
+    expect(deliveryIds.webhook('e1', true)).toBe(uuidv5('webhook:e1', ns));
   });
 });
