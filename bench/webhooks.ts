@@ -165,7 +165,7 @@ export async function benchWebhooks(options: { calls?: number; warmup?: number; 
       for (let i = 0; i < n; i++) {
         const xnid = randomUUID();
         const data: CallEndedData = {
-          xnid, svcId: 101, direction: 'Outbound', disposition: 'answered', startTime: 0, endTime: 1000, durationS: 1, agentId: null, agentNumber: '', customerNumber: '9876543210', recordingUrl: null,
+          xnid, svcId: 101, direction: 'Outbound', disposition: 'answered', startTime: 0, endTime: 1000, durationS: 1, agentId: null, agentNumber: '', customerNumber: '9876543210', recordingUrl: null, source: null,
           webhook: { callid: xnid, 'call-duration': '1', 'agent-number': '', 'customer-number': '9876543210', 'end-time': '2024-05-01 10:00:01', 'start-time': '2024-05-01 10:00:00', 'call-type': 'outgoing', 'virtual-number': '8000000101', disposition: 'answered' },
         };
         appendedAt.set(xnid, now());

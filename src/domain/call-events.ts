@@ -51,6 +51,12 @@ export interface CallEndedData {
   recordingUrl: string | null;
   /** null when no webhook is owed (a blocked caller's call). */
   webhook: WebhookRecord | null;
+  /**
+   * How the call started (its CallStarted's `source`: a schedule, a campaign contact, else null), so
+   * that whoever follows call ends need not read the call back. Absent on calls ended before it was
+   * added: read the CallStarted then.
+   */
+  source?: Record<string, unknown> | null;
 }
 
 /** The socket call event of the spec, built from a stored leg event. */

@@ -65,6 +65,39 @@ describe('scheduled calls', () => {
     }, 'the schedule exhausted', 15_000);
     expect(stream.map((e) => e.type)).toEqual(['CallScheduled', 'ScheduledAttemptPlaced', 'ScheduledAttemptPlaced', 'ScheduledAttemptPlaced', 'ScheduledCallExhausted']);
     expect(await placedCalls(s, '9876530000')).toHaveLength(3);
+    // Each call's end says how it started: the follower reads nothing back.
+    const ends = (await s.platform.ctx.events.readAll({ after: 0, maxCount: 1_000_000 })).filter((e) => e.type === 'CallEnded' && (e.data as { customerNumber: string }).customerNumber === '9876530000');
+    expect(ends.map((e) => (e.data as { source: { kind: string; attempt: number } }).source)).toEqual([1, 2, 3].map((attempt) => expect.objectContaining({ kind: 'schedule', attempt })));
+  });
+
+  it('call ends stored before they said how the call started are followed up alike (from the CallStarted)', async () => {
+    // What an older version stored: CallEnded without `source`.
+    const store = s.platform.ctx.events as unknown as Record<string, (...args: any[]) => Promise<unknown>>;
+    const strip = (e: { type: string; data: any }) =>
+      e.type === 'CallEnded' && e.data.customerNumber === '9876540000' ? { ...e, data: Object.fromEntries(Object.entries(e.data).filter(([k]) => k !== 'source')) } : e;
+    // On the adapter's own methods (ctx.events may be a proxy over the adapter, which calls these).
+    const proto = Object.getPrototypeOf(store) as typeof store;
+    const [many, one] = [proto.appendToStreams!, proto.appendToStream!];
+    store.appendToStreams = function (this: unknown, appends: { events: any[] }[]) {
+      return many.call(this, appends.map((a) => ({ ...a, events: a.events.map(strip) })));
+    };
+    store.appendToStream = function (this: unknown, stream: string, events: any[], options: unknown) {
+      return one.call(this, stream, events.map(strip), options);
+    };
+    try {
+      await s.api('/api/v1/calls', { method: 'POST', form: { number: '9876540000', 'schedule-time': String(Date.now()), 'max-tries': '2' } });
+      const stream = await eventually(async () => {
+        const events = await scheduleStream(s, '9876540000');
+        return events.some((e) => e.type === 'ScheduledCallExhausted') ? events : null;
+      }, 'the schedule exhausted', 15_000);
+      expect(stream.map((e) => e.type)).toEqual(['CallScheduled', 'ScheduledAttemptPlaced', 'ScheduledAttemptPlaced', 'ScheduledCallExhausted']);
+      const ends = (await s.platform.ctx.events.readAll({ after: 0, maxCount: 1_000_000 })).filter((e) => e.type === 'CallEnded' && (e.data as { customerNumber: string }).customerNumber === '9876540000');
+      expect(ends).toHaveLength(2);
+      for (const e of ends) expect(e.data).not.toHaveProperty('source');
+    } finally {
+      delete store.appendToStreams;
+      delete store.appendToStream;
+    }
   });
 
   it('an answered attempt ends the schedule', async () => {

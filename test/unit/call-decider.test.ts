@@ -89,6 +89,8 @@ describe('call decider', () => {
           'virtual-number': '8000000101',
           disposition: 'answered',
         },
+        // How it started, said again so that followers of call ends need not read the call back.
+        source: null,
       },
     } as CallEvent;
     given(past).when({ type: 'End', time: 76_100, recordingUrl: 'http://x/recordings/r.wav' }).then(ended);

@@ -219,6 +219,7 @@ function ended(s: CallState, time: number, recordingUrl: string | null): CallEnd
     customerNumber: st.customerNumber,
     recordingUrl: recording,
     webhook,
+    source: st.source,
   };
 }
 

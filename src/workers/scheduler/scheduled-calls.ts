@@ -83,6 +83,15 @@ async function placeAttempt(ctx: Context, id: string, attempt: number) {
   });
 }
 
+/** A call's CallStarted data, for call ends stored before they said how the call started. */
+async function startedOf(ctx: Context, xnid: string) {
+  // How the call started never changes: the call flow's cached state says it without a read.
+  const cached = aggregateCache(ctx.events).peek<CallState>(streams.call(xnid), callDecider)?.state.started;
+  if (cached) return cached;
+  const first = (await ctx.events.readStream(streams.call(xnid), { maxCount: 1 }))[0];
+  return first && isEvent(first, 'CallStarted') ? first.data : undefined;
+}
+
 export async function startScheduledCalls(ctx: Context): Promise<Follower> {
   ctx.queue.process<{ id: string; attempt: number }>(
     SCHEDULE_QUEUE,
@@ -99,11 +108,7 @@ export async function startScheduledCalls(ctx: Context): Promise<Follower> {
       return;
     }
     const ended = e.data;
-    // How the call started never changes: the call flow's cached state says it without a read.
-    const cached = aggregateCache(ctx.events).peek<CallState>(streams.call(ended.xnid), callDecider)?.state.started;
-    const first = cached ? undefined : (await ctx.events.readStream(streams.call(ended.xnid), { maxCount: 1 }))[0];
-    const started = cached ?? (first && isEvent(first, 'CallStarted') ? first.data : undefined);
-    const source = started?.source as { kind?: string; id?: string; attempt?: number } | null | undefined;
+    const source = (ended.source !== undefined ? ended.source : (await startedOf(ctx, ended.xnid))?.source) as { kind?: string; id?: string; attempt?: number } | null | undefined;
     if (source?.kind !== 'schedule' || !source.id || !source.attempt) return;
     const answered = ended.disposition === 'answered';
     const r = await handleCommand(ctx.events, streams.schedule(source.id), scheduleDecider, { type: 'RecordOutcome', attempt: source.attempt, xnid: ended.xnid, answered, time: ctx.now() });
