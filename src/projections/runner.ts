@@ -127,16 +127,25 @@ export class ProjectionRunner {
       if (!this.checkpoints.has(p.name)) this.checkpoints.set(p.name, await this.store.checkpoint(p.name));
       const from = this.checkpoints.get(p.name)!;
       const collection = collectionOf(p);
+      // The documents the batch touches, read in one query (a call's first events miss in every
+      // collection: one query each cost a fifth of a delivery's projection).
+      const keyed: { event: RecordedEvent; ids: readonly string[] }[] = [];
+      const wanted = new Set<string>();
       for (const event of batch) {
         if (event.position <= from) continue;
-        for (const id of p.keys(event)) {
-          const key = `${collection}\u0000${id}`;
-          let entry = docs.get(key);
-          if (!entry) {
-            const { doc, position } = await this.store.getVersioned(collection, id);
-            entry = { collection, id, doc, stored: position, written: 0, dirty: false };
-            docs.set(key, entry);
-          }
+        const ids = p.keys(event);
+        if (ids.length === 0) continue;
+        keyed.push({ event, ids });
+        for (const id of ids) if (!docs.has(`${collection}\u0000${id}`)) wanted.add(id);
+      }
+      if (wanted.size > 0) {
+        const ids = [...wanted];
+        const found = await this.store.getVersionedMany(collection, ids);
+        ids.forEach((id, i) => docs.set(`${collection}\u0000${id}`, { collection, id, doc: found[i]!.doc, stored: found[i]!.position, written: 0, dirty: false }));
+      }
+      for (const { event, ids } of keyed) {
+        for (const id of ids) {
+          const entry = docs.get(`${collection}\u0000${id}`)!;
           // Already in the stored document: its commit got that far before its checkpoint was lost.
           if (event.position <= entry.stored) continue;
           const next = p.evolve(entry.doc, event, id);

@@ -157,6 +157,41 @@ export function readStoreContract(name: string, factory: ReadStoreFactory) {
       expect(await store.get('c', 'never')).toBeNull();
     });
 
+    it('getVersionedMany answers what getVersioned answers for each id, in the order asked', async () => {
+      const odd = 'it\'s "x", é \\ 日本';
+      await store.commit(
+        [
+          { collection: 'c', id: 'a', doc: { v: 1 }, position: 3 },
+          { collection: 'c', id: odd, doc: { v: 2 }, position: 4 },
+          { collection: 'c', id: 'gone', doc: { v: 3 }, position: 5 },
+          { collection: 'other', id: 'b', doc: { v: 4 }, position: 6 },
+        ],
+        {},
+      );
+      await store.commit([{ collection: 'c', id: 'gone', doc: null, position: 7 }], {});
+      const many = async (collection: string, ids: string[]) => {
+        const each = await Promise.all(ids.map((id) => store.getVersioned(collection, id)));
+        const all = await store.getVersionedMany(collection, ids);
+        expect(all).toEqual(each);
+        return all.map((v) => v.doc);
+      };
+      expect(await many('c', ['nope', odd, 'a', 'gone', 'b', 'a'])).toEqual([null, { v: 2 }, { v: 1 }, null, null, { v: 1 }]);
+      // Expiring documents (in a collection no store keeps in memory).
+      await store.put('idem', 'short', { v: 5 }, { expiresAt: now + 1000 });
+      await store.put('idem', 'forever', { v: 6 });
+      expect(await many('idem', ['short', 'forever'])).toEqual([{ v: 5 }, { v: 6 }]);
+      now += 1000;
+      expect(await many('idem', ['short', 'forever'])).toEqual([null, { v: 6 }]);
+      if (!factory.ownFold) expect((await store.getVersionedMany('c', ['a', 'gone'])).map((v) => v.position)).toEqual([3, 7]);
+      expect(await store.getVersionedMany('c', [])).toEqual([]);
+      expect(await store.getVersionedMany('c', ['a'])).toEqual([await store.getVersioned('c', 'a')]);
+      // Many at once, past any statement's parameter limit.
+      const big = Array.from({ length: 2500 }, (_, i) => ({ collection: 'big', id: `k${i}`, doc: { i } }));
+      await store.commit(big, {});
+      const wanted = [...big.map((w) => w.id).reverse(), 'missing'];
+      expect((await store.getVersionedMany('big', wanted)).map((v) => v.doc?.i ?? null)).toEqual([...big.map((w) => w.doc.i).reverse(), null]);
+    });
+
     it('commit moves several checkpoints together with the documents', async () => {
       await store.commit([{ collection: 'c', id: '1', doc: { v: 1 } }], { p1: 5, p2: 7 });
       expect(await store.checkpoint('p1')).toBe(5);

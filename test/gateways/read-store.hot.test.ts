@@ -197,7 +197,12 @@ describe('HotReadStore', () => {
         asked.push(id);
         return inner.getVersioned(collection, id);
       },
+      getVersionedMany: (collection: string, ids: string[]) => {
+        askedMany.push(ids);
+        return inner.getVersionedMany(collection, ids);
+      },
     });
+    const askedMany: string[][] = [];
     const store = new HotReadStore(counting, new Set());
     const writes = Array.from({ length: WRITTEN_MAX + 1 }, (_, i): DocWrite => ({ collection: 'x', id: String(i), doc: { i }, position: i + 1 }));
     await store.commit(writes.slice(0, WRITTEN_MAX), {});
@@ -207,6 +212,9 @@ describe('HotReadStore', () => {
     expect((await store.getVersioned('x', '1')).position).toBe(2);
     expect((await store.getVersioned('x', '2')).position).toBe(3);
     expect(asked).toEqual(['1']); // dropped for the bound, read from the store
+    // Many at once: what memory holds from it, the rest from the store in one query.
+    expect((await store.getVersionedMany('x', ['2', '1', 'never', '0'])).map((v) => v.position)).toEqual([3, 2, 0, WRITTEN_MAX + 3]);
+    expect(askedMany).toEqual([['1', 'never']]);
     await store.close();
   });
 

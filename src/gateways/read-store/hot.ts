@@ -125,6 +125,30 @@ export class HotReadStore implements ReadStore {
     return { doc, position: this.positions.get(collection)?.get(id) ?? 0 };
   }
 
+  /** As getVersioned for each id; what memory cannot answer is asked of the store in one query. */
+  async getVersionedMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<Versioned<T>[]> {
+    if (this.hot.has(collection)) {
+      const c = this.loaded.get(collection) ?? (await this.collection(collection));
+      const positions = this.positions.get(collection);
+      if (this.inner.atomicCommits) return ids.map((id) => ({ doc: (c.get(id) as T | undefined) ?? null, position: positions?.get(id) ?? 0 }));
+    }
+    const out: (Versioned<T> | undefined)[] = ids.map((id) => this.known<T>(collection, id));
+    const missing = ids.filter((_, i) => out[i] === undefined);
+    if (missing.length > 0) {
+      const asked = await this.inner.getVersionedMany<T>(collection, missing);
+      let k = 0;
+      for (let i = 0; i < out.length; i++) if (out[i] === undefined) out[i] = asked[k++];
+    }
+    return out as Versioned<T>[];
+  }
+
+  /** What getVersioned answers from memory, or undefined where it asks the store. */
+  private known<T extends Doc>(collection: string, id: string): Versioned<T> | undefined {
+    if (!this.hot.has(collection)) return this.written.get(writtenKey(collection, id)) as Versioned<T> | undefined;
+    const doc = this.loaded.get(collection)?.get(id) as T | undefined;
+    return doc === undefined ? undefined : { doc, position: this.positions.get(collection)?.get(id) ?? 0 };
+  }
+
   async find<T extends Doc = Doc>(collection: string, where: Record<string, Scalar> = {}, options: FindOptions = {}): Promise<T[]> {
     if (!this.hot.has(collection)) return this.inner.find<T>(collection, where, options);
     const c = this.loaded.get(collection) ?? (await this.collection(collection));

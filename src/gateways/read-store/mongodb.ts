@@ -117,7 +117,16 @@ export class MongoReadStore implements ReadStore {
   }
 
   async getVersioned<T extends Doc = Doc>(collection: string, id: string): Promise<Versioned<T>> {
-    const found = await this.coll(collection).findOne({ _id: id });
+    return this.versioned<T>(await this.coll(collection).findOne({ _id: id }));
+  }
+
+  async getVersionedMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<Versioned<T>[]> {
+    if (ids.length === 0) return [];
+    const found = new Map((await this.coll(collection).find({ _id: { $in: [...ids] } }).toArray()).map((s) => [s._id, s]));
+    return ids.map((id) => this.versioned<T>(found.get(id) ?? null));
+  }
+
+  private versioned<T extends Doc>(found: Stored | null): Versioned<T> {
     if (!found) return { doc: null, position: 0 };
     const live = !found.del && (!found.x || found.x.getTime() > this.clock());
     return { doc: live ? ((found.d ?? null) as T | null) : null, position: found.p ?? 0 };

@@ -53,6 +53,8 @@ export interface ReadStore {
    * position): the runner skips events at or below it.
    */
   getVersioned<T extends Doc = Doc>(collection: string, id: string): Promise<Versioned<T>>;
+  /** `getVersioned` of many ids at once, answered in their order (one query, not one per id). */
+  getVersionedMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<Versioned<T>[]>;
   /** Documents whose top-level fields equal every value of `where`. */
   find<T extends Doc = Doc>(collection: string, where?: Record<string, Scalar>, options?: FindOptions): Promise<T[]>;
   /**

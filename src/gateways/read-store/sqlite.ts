@@ -65,6 +65,10 @@ export class SqliteReadStore implements ReadStore {
       versioned: this.db.prepare<[string, string], { data: string; expires_at: number | null; position: number | null }>(
         'SELECT data, expires_at, position FROM docs WHERE collection = ? AND id = ?',
       ),
+      // json_each: one statement for any number of ids.
+      versionedMany: this.db.prepare<[string, string], { id: string; data: string; expires_at: number | null; position: number | null }>(
+        'SELECT id, data, expires_at, position FROM docs WHERE collection = ? AND id IN (SELECT value FROM json_each(?))',
+      ),
       checkpoint: this.db.prepare<[string], { position: number }>('SELECT position FROM checkpoints WHERE name = ?'),
       // json_each: one statement for any number of names.
       checkpointsOf: this.db.prepare<[string], { position: number }>('SELECT position FROM checkpoints WHERE name IN (SELECT value FROM json_each(?))'),
@@ -91,7 +95,17 @@ export class SqliteReadStore implements ReadStore {
 
   /** With the position a projector stored it at (0: none); a tombstone or an expired document is null. */
   async getVersioned<T extends Doc = Doc>(collection: string, id: string): Promise<Versioned<T>> {
-    const row = this.stmts.versioned.get(collection, id);
+    return this.versioned<T>(this.stmts.versioned.get(collection, id));
+  }
+
+  async getVersionedMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<Versioned<T>[]> {
+    if (ids.length === 0) return [];
+    if (ids.length === 1) return [this.versioned<T>(this.stmts.versioned.get(collection, ids[0]!))];
+    const rows = new Map(this.stmts.versionedMany.all(collection, JSON.stringify(ids)).map((r) => [r.id, r]));
+    return ids.map((id) => this.versioned<T>(rows.get(id)));
+  }
+
+  private versioned<T extends Doc>(row: { data: string; expires_at: number | null; position: number | null } | undefined): Versioned<T> {
     if (!row) return { doc: null, position: 0 };
     const live = row.expires_at === null || row.expires_at > this.clock();
     return { doc: live ? (JSON.parse(row.data) as T) : null, position: row.position ?? 0 };

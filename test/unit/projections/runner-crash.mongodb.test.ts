@@ -124,6 +124,7 @@ describe('ProjectionRunner on MongoDB: a crash between documents and checkpoint'
     // The same store with positions dropped both ways, as an adapter without the guard would be.
     const blind: ReadStore = Object.assign(Object.create(store), {
       getVersioned: async (c: string, id: string) => ({ doc: await store.get(c, id), position: 0 }),
+      getVersionedMany: async (c: string, ids: string[]) => Promise.all(ids.map(async (id) => ({ doc: await store.get(c, id), position: 0 }))),
       commit: (writes: DocWrite[], cps: Record<string, number>) => store.commit(writes.map(({ position: _, ...w }) => w), cps),
     });
     const runner = new ProjectionRunner(events, blind, [counting]);

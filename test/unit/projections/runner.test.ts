@@ -33,6 +33,7 @@ class SpyReadStore implements ReadStore {
   constructor(private readonly inner: ReadStore) {}
   get: ReadStore['get'] = (c, id) => this.inner.get(c, id);
   getVersioned: ReadStore['getVersioned'] = (c, id) => this.inner.getVersioned(c, id);
+  getVersionedMany: ReadStore['getVersionedMany'] = (c, ids) => this.inner.getVersionedMany(c, ids);
   find: ReadStore['find'] = (c, w, o) => this.inner.find(c, w, o);
   checkpoint: ReadStore['checkpoint'] = (n) => this.inner.checkpoint(n);
   lowestCheckpoint: ReadStore['lowestCheckpoint'] = (n) => this.inner.lowestCheckpoint(n);
