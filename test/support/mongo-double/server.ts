@@ -560,10 +560,13 @@ export class MongoDouble {
     return { numIndexesBefore: before, numIndexesAfter: coll.indexes.length, createdCollectionAutomatically: created };
   }
 
-  /** Which index (if any) serves this filter's equalities followed by its sort, as a planner would. */
+  /**
+   * Which index (if any) serves this filter's equalities followed by its sort, as a planner would.
+   * `$in` counts as an equality: the planner scans the index at each of its values.
+   */
   private record(ns: string, coll: Collection | undefined, filter: Doc, sort: Doc) {
     const equality = Object.entries(filter)
-      .filter(([k, v]) => !k.startsWith('$') && (!isPlainObject(v) || Object.keys(v).every((x) => x === '$eq')))
+      .filter(([k, v]) => !k.startsWith('$') && (!isPlainObject(v) || Object.keys(v).every((x) => x === '$eq' || x === '$in')))
       .map(([k]) => k);
     // Sorting on a field fixed by an equality is free.
     const sortKeys = Object.entries(sort).filter(([k]) => !equality.includes(k));
