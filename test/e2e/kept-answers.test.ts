@@ -27,8 +27,9 @@ describe('kept answers over HTTP', () => {
     expect(await dashboardIds()).toEqual([1001]);
     const doc = exampleDoc();
     doc.services[0].agents.push({ id: 1002, name: 'Bala', number: '9100001002', sip: 'bala' });
-    // A second connection to the log, as `telephony provision` makes while the server runs.
-    const events = await openEventStore(loadConfig({ DATA_DIR: s.dataDir }), Date.now);
+    // A second connection to the log, as `telephony provision` makes while the server runs (to the
+    // server's own engines when the suite runs on them).
+    const events = await openEventStore(loadConfig({ ...s.engines?.env, DATA_DIR: s.dataDir }), Date.now);
     try {
       await applyProvisioning(events, doc);
     } finally {
