@@ -1,5 +1,5 @@
 /** Read model `agents`: each agent's state by `<svcId>-<agentId>`, from the same evolve as the aggregate. */
-import { AGENT_EVENT_TYPES, evolveAgent, initialAgentState, type AgentState } from '../commands/agent/agent.js';
+import { AGENT_EVENT_TYPES, copyAgent, evolveAgent, initialAgentState, type AgentState } from '../commands/agent/agent.js';
 import { projection, type Projection } from './projection.js';
 
 export interface AgentDoc extends AgentState, Record<string, unknown> {
@@ -18,14 +18,18 @@ export const agentsProjection: Projection<AgentDoc> = projection({
     return u.agentId === null ? [] : u.services.map((svc) => agentKey(svc, u.agentId!));
   },
   evolve(doc, e) {
+    // A new object per event, built without spreads (see copyAgent: replay folds millions): the
+    // agent's state, then the record's own field.
+    const state = doc ?? initialAgentState();
     if (e.type === 'UserProvisioned') {
-      const base = doc ?? { ...initialAgentState(), userId: null };
-      return { ...base, userId: e.data.userId };
+      const next = copyAgent(state) as AgentDoc;
+      next.userId = e.data.userId;
+      return next;
     }
-    // evolveAgent copies the state it is given, userId included: one copy per event (replay folds millions).
-    const state = doc ?? { ...initialAgentState(), userId: null };
     const next = evolveAgent(state, e) as AgentDoc;
+    next.userId = doc?.userId ?? null;
     // Until the first state change, the record's `time` is when the agent was provisioned.
-    return next.time ? next : { ...next, time: e.time };
+    if (!next.time) next.time = e.time;
+    return next;
   },
 });

@@ -119,36 +119,81 @@ export function dashboardStatus(s: Pick<AgentState, 'status' | 'breakCode' | 'ca
   return '0';
 }
 
+/**
+ * A copy of the state as one object literal (only AgentState's fields), which the evolve then sets.
+ * Not `{ ...state, field }`: on Node 20, V8 copies an object that was itself made by such a spread
+ * about fifteen times slower than it builds this literal (330 against 20 ns in a fold loop), and an
+ * agent's state is evolved on every command, by the projector and by every replay.
+ */
+export function copyAgent(s: AgentState): AgentState {
+  return {
+    exists: s.exists,
+    svcId: s.svcId,
+    agentId: s.agentId,
+    name: s.name,
+    number: s.number,
+    sip: s.sip,
+    countryCode: s.countryCode,
+    skills: s.skills,
+    status: s.status,
+    breakCode: s.breakCode,
+    call: s.call,
+    wrapUpS: s.wrapUpS,
+    freeSince: s.freeSince,
+    time: s.time,
+    recentCalls: s.recentCalls,
+  };
+}
+
+/** The state after the event: a new object with AgentState's fields only (the state given is not changed). */
 export function evolveAgent(state: AgentState, event: AgentEvent): AgentState {
+  const next = copyAgent(state);
   switch (event.type) {
     case 'AgentProvisioned': {
       const d = event.data;
-      return {
-        ...state,
-        exists: true,
-        svcId: d.svcId,
-        agentId: d.agentId,
-        name: d.name,
-        number: d.number,
-        sip: d.sip,
-        countryCode: d.countryCode,
-        skills: d.skills,
-      };
+      next.exists = true;
+      next.svcId = d.svcId;
+      next.agentId = d.agentId;
+      next.name = d.name;
+      next.number = d.number;
+      next.sip = d.sip;
+      next.countryCode = d.countryCode;
+      next.skills = d.skills;
+      return next;
     }
     case 'AgentLoggedIn':
-      return { ...state, status: 0, breakCode: -1, time: event.data.time, freeSince: freeFrom(state, event.data.time) };
+      next.status = 0;
+      next.breakCode = -1;
+      next.time = event.data.time;
+      next.freeSince = freeFrom(state, event.data.time);
+      return next;
     case 'AgentLoggedOut':
-      return { ...state, status: 2, breakCode: 7, time: event.data.time };
+      next.status = 2;
+      next.breakCode = 7;
+      next.time = event.data.time;
+      return next;
     case 'AgentBreakStarted':
-      return { ...state, status: 0, breakCode: event.data.code, time: event.data.time };
+      next.status = 0;
+      next.breakCode = event.data.code;
+      next.time = event.data.time;
+      return next;
     case 'AgentBreakEnded':
-      return { ...state, status: 0, breakCode: 0, time: event.data.time, freeSince: freeFrom(state, event.data.time) };
+      next.status = 0;
+      next.breakCode = 0;
+      next.time = event.data.time;
+      next.freeSince = freeFrom(state, event.data.time);
+      return next;
     case 'AgentNumberChanged':
-      return { ...state, number: event.data.number, time: event.data.time };
+      next.number = event.data.number;
+      next.time = event.data.time;
+      return next;
     case 'AgentNameChanged':
-      return { ...state, name: event.data.name, time: event.data.time };
+      next.name = event.data.name;
+      next.time = event.data.time;
+      return next;
     case 'AgentWrapUpSet':
-      return { ...state, wrapUpS: event.data.seconds };
+      next.wrapUpS = event.data.seconds;
+      return next;
     case 'AgentReserved': {
       // The call first, then the others newest first, RECENT_CALLS in all: one new array (replay folds
       // a reservation per call).
@@ -158,12 +203,20 @@ export function evolveAgent(state: AgentState, event: AgentEvent): AgentState {
         const x = state.recentCalls[i]!;
         if (x !== xnid) recent.push(x);
       }
-      return { ...state, call: { xnid: event.data.xnid, phase: 'ringing' }, time: event.data.time, recentCalls: recent };
+      next.call = { xnid, phase: 'ringing' };
+      next.time = event.data.time;
+      next.recentCalls = recent;
+      return next;
     }
     case 'AgentAnswered':
-      return { ...state, call: { xnid: event.data.xnid, phase: 'talking' }, time: event.data.time };
+      next.call = { xnid: event.data.xnid, phase: 'talking' };
+      next.time = event.data.time;
+      return next;
     case 'AgentReleased':
-      return { ...state, call: null, time: event.data.time, freeSince: event.data.freeAt };
+      next.call = null;
+      next.time = event.data.time;
+      next.freeSince = event.data.freeAt;
+      return next;
   }
 }
 
