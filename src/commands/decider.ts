@@ -49,7 +49,7 @@ export async function loadAggregate<S, E extends DomainEvent>(
   decider: Folder<S, E>,
 ): Promise<{ state: S; expected: ExpectedRevision; revision: number; position: number }> {
   const l = await aggregateCache(store).load(streamId, decider, toDomain<E>);
-  return { ...l, expected: expectedOf(l.revision) };
+  return { state: l.state, revision: l.revision, position: l.position, expected: expectedOf(l.revision) };
 }
 
 /** The one retry policy: attempts, and the pause before attempt n (random, growing, small). */

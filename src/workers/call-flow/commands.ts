@@ -72,7 +72,7 @@ export async function runSteps(ctx: Context, steps: Step[]): Promise<StepOutcome
       const decider = deciderOf(s);
       const peeked = checked ? undefined : cache.peek(id, decider);
       const loaded = peeked ?? (await cache.load(id, decider, toDomain));
-      cur.set(id, { ...loaded, decider, checked: !peeked });
+      cur.set(id, { state: loaded.state, revision: loaded.revision, position: loaded.position, decider, checked: !peeked });
     }
     const outcomes: StepOutcome[] = [];
     const writes: { streamId: string; events: NewEvent[]; expectedRevision: ExpectedRevision; from: number }[] = [];
