@@ -131,21 +131,22 @@ export class ProjectionRunner {
       // collection: one query each cost a fifth of a delivery's projection).
       const keyed: { event: RecordedEvent; ids: readonly string[] }[] = [];
       const wanted = new Set<string>();
+      const keyOf = (id: string) => `${collection}\u0000${id}`;
       for (const event of batch) {
         if (event.position <= from) continue;
         const ids = p.keys(event);
         if (ids.length === 0) continue;
         keyed.push({ event, ids });
-        for (const id of ids) if (!docs.has(`${collection}\u0000${id}`)) wanted.add(id);
+        for (const id of ids) if (!docs.has(keyOf(id))) wanted.add(id);
       }
       if (wanted.size > 0) {
         const ids = [...wanted];
         const found = await this.store.getVersionedMany(collection, ids);
-        ids.forEach((id, i) => docs.set(`${collection}\u0000${id}`, { collection, id, doc: found[i]!.doc, stored: found[i]!.position, written: 0, dirty: false }));
+        ids.forEach((id, i) => docs.set(keyOf(id), { collection, id, doc: found[i]!.doc, stored: found[i]!.position, written: 0, dirty: false }));
       }
       for (const { event, ids } of keyed) {
         for (const id of ids) {
-          const entry = docs.get(`${collection}\u0000${id}`)!;
+          const entry = docs.get(keyOf(id))!;
           // Already in the stored document: its commit got that far before its checkpoint was lost.
           if (event.position <= entry.stored) continue;
           const next = p.evolve(entry.doc, event, id);

@@ -153,7 +153,7 @@ function placedNameId(name: string, timeFrom: string | null): string {
 /**
  * Deterministic ids: replaying the same causing event yields the same delivery and event ids.
  * `ordered`: the delivery's id takes the causing event's time (placedNameId); false for the events
- * planned before time-ordered ids came in (see DeliveryIdOrder), so that replaying them asks again
+ * planned before time-ordered ids came in (workers/delivery/id-order.ts), so that replaying them asks again
  * for the very deliveries they asked for then.
  */
 export const deliveryIds = {

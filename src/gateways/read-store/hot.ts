@@ -118,21 +118,14 @@ export class HotReadStore implements ReadStore {
    * left meanwhile still keeps its write from landing (the store's writes are conditional).
    */
   async getVersioned<T extends Doc = Doc>(collection: string, id: string): Promise<Versioned<T>> {
-    if (!this.hot.has(collection)) return (this.written.get(writtenKey(collection, id)) as Versioned<T> | undefined) ?? this.inner.getVersioned<T>(collection, id);
-    const c = this.loaded.get(collection) ?? (await this.collection(collection));
-    const doc = c.get(id) as T | undefined;
-    if (doc === undefined) return this.inner.atomicCommits ? { doc: null, position: this.positions.get(collection)?.get(id) ?? 0 } : this.inner.getVersioned<T>(collection, id);
-    return { doc, position: this.positions.get(collection)?.get(id) ?? 0 };
+    if (this.hot.has(collection) && !this.loaded.has(collection)) await this.collection(collection);
+    return this.fromMemory<T>(collection, id) ?? this.inner.getVersioned<T>(collection, id);
   }
 
   /** As getVersioned for each id; what memory cannot answer is asked of the store in one query. */
   async getVersionedMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<Versioned<T>[]> {
-    if (this.hot.has(collection)) {
-      const c = this.loaded.get(collection) ?? (await this.collection(collection));
-      const positions = this.positions.get(collection);
-      if (this.inner.atomicCommits) return ids.map((id) => ({ doc: (c.get(id) as T | undefined) ?? null, position: positions?.get(id) ?? 0 }));
-    }
-    const out: (Versioned<T> | undefined)[] = ids.map((id) => this.known<T>(collection, id));
+    if (this.hot.has(collection) && !this.loaded.has(collection)) await this.collection(collection);
+    const out = ids.map((id) => this.fromMemory<T>(collection, id));
     const missing = ids.filter((_, i) => out[i] === undefined);
     if (missing.length > 0) {
       const asked = await this.inner.getVersionedMany<T>(collection, missing);
@@ -142,11 +135,12 @@ export class HotReadStore implements ReadStore {
     return out as Versioned<T>[];
   }
 
-  /** What getVersioned answers from memory, or undefined where it asks the store. */
-  private known<T extends Doc>(collection: string, id: string): Versioned<T> | undefined {
+  /** What getVersioned answers from memory (a hot collection is loaded), or undefined where it asks the store. */
+  private fromMemory<T extends Doc>(collection: string, id: string): Versioned<T> | undefined {
     if (!this.hot.has(collection)) return this.written.get(writtenKey(collection, id)) as Versioned<T> | undefined;
-    const doc = this.loaded.get(collection)?.get(id) as T | undefined;
-    return doc === undefined ? undefined : { doc, position: this.positions.get(collection)?.get(id) ?? 0 };
+    const doc = this.loaded.get(collection)!.get(id) as T | undefined;
+    if (doc === undefined && !this.inner.atomicCommits) return undefined;
+    return { doc: doc ?? null, position: this.positions.get(collection)?.get(id) ?? 0 };
   }
 
   async find<T extends Doc = Doc>(collection: string, where: Record<string, Scalar> = {}, options: FindOptions = {}): Promise<T[]> {
