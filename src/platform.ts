@@ -128,10 +128,17 @@ export async function openEventStore(config: Config, now: () => number, logger?:
   return new SqliteEventStore(file, now, { writerThread: config.embeddedThreads && canRunThreads(file) ? writerThreadModule : null });
 }
 
+/**
+ * How long the embedded read store holds a projector's commits to store them together under load
+ * (src/gateways/read-store/pending-writes.ts): this process reads them at once; another process on
+ * the same DATA_DIR at most this much later.
+ */
+export const READ_STORE_COALESCE_MS = 20;
+
 /** MongoDB when `MONGODB_URL` is set (connects and creates its indexes first), else SQLite in DATA_DIR. */
 export async function openReadStore(config: Config, now: () => number): Promise<ReadStore> {
   if (config.mongodbUrl) return MongoReadStore.open(config.mongodbUrl, { clock: now });
-  return new SqliteReadStore(path.join(config.dataDir, 'read.db'), now, { writerThread: config.embeddedThreads });
+  return new SqliteReadStore(path.join(config.dataDir, 'read.db'), now, { writerThread: config.embeddedThreads, coalesceMs: READ_STORE_COALESCE_MS });
 }
 
 /** The analysts' read models: embedded in DATA_DIR whatever the other stores are (range queries, snapshots). */

@@ -27,8 +27,10 @@ beforeAll(() => {
 }, 120_000);
 afterAll(() => build?.remove());
 
-for (const mode of ['inline', 'writer thread'] as const) {
-  const open = (file: string, clock?: () => number) => new SqliteReadStore(file, clock, { writerThread: mode === 'inline' ? false : writerModule! });
+for (const mode of ['inline', 'writer thread', 'inline, coalescing', 'writer thread, coalescing'] as const) {
+  // Coalescing as the platform's read.db does: commits close together are held and stored together.
+  const open = (file: string, clock?: () => number) =>
+    new SqliteReadStore(file, clock, { writerThread: mode.startsWith('inline') ? false : writerModule!, coalesceMs: mode.endsWith('coalescing') ? 50 : 0 });
   readStoreContract(`sqlite (${mode})`, {
     async create(clock) {
       const file = path.join(dir, `read-${n++}.db`);
@@ -90,5 +92,127 @@ describe('SqliteReadStore', () => {
     expect(count()).toBe(0);
     expect(await later.getVersioned('c', 'gone')).toEqual({ doc: null, position: 0 });
     await later.close();
+  });
+});
+
+describe('SqliteReadStore with coalesceMs', () => {
+  /** What another connection (another process, or this one after a crash) finds in the file. */
+  const stored = (file: string) => {
+    const db = new Database(file, { readonly: true });
+    try {
+      const docs = db.prepare('SELECT id, data, position FROM docs ORDER BY id').all() as { id: string; data: string; position: number | null }[];
+      const checkpoints = db.prepare('SELECT name, position FROM checkpoints ORDER BY name').all() as { name: string; position: number }[];
+      return { docs: docs.map((d) => ({ id: d.id, doc: JSON.parse(d.data), position: d.position })), checkpoints };
+    } finally {
+      db.close();
+    }
+  };
+
+  for (const mode of ['inline', 'writer thread'] as const) {
+    // A window far longer than the test: whatever is stored was stored because something asked for it.
+    const open = (file: string) => new SqliteReadStore(file, Date.now, { writerThread: mode === 'inline' ? false : writerModule!, coalesceMs: 600_000 });
+
+    it(`${mode}: stores an idle commit at once, holds the next ones, and reads them through itself at once`, async () => {
+      const file = path.join(dir, `coalesce-${n++}.db`);
+      const store = open(file);
+      await store.commit([{ collection: 'agents', id: 'a1', doc: { v: 1 }, position: 1 }], { agents: 1 });
+      expect(stored(file)).toEqual({ docs: [{ id: 'a1', doc: { v: 1 }, position: 1 }], checkpoints: [{ name: 'agents', position: 1 }] });
+      await store.commit([{ collection: 'agents', id: 'a1', doc: { v: 2 }, position: 2 }], { agents: 2 });
+      await store.commit([{ collection: 'agents', id: 'a2', doc: { v: 3 }, position: 3 }], { agents: 3, other: 3 });
+      // Held: the file (another process, or this one after kill -9) still has the first commit only.
+      expect(stored(file)).toEqual({ docs: [{ id: 'a1', doc: { v: 1 }, position: 1 }], checkpoints: [{ name: 'agents', position: 1 }] });
+      // Through the store they are there, and reading them stored them.
+      expect(await store.getVersioned('agents', 'a1')).toEqual({ doc: { v: 2 }, position: 2 });
+      expect(stored(file).checkpoints).toEqual([
+        { name: 'agents', position: 3 },
+        { name: 'other', position: 3 },
+      ]);
+      await store.commit([{ collection: 'agents', id: 'a2', doc: { v: 4 }, position: 4 }], { agents: 4 });
+      expect(await store.find('agents')).toEqual([{ v: 2 }, { v: 4 }]);
+      await store.commit([{ collection: 'agents', id: 'a3', doc: { v: 5 }, position: 5 }], { agents: 5 });
+      expect(await store.checkpoint('agents')).toBe(5);
+      await store.commit([{ collection: 'agents', id: 'a3', doc: null, position: 6 }], { agents: 6 });
+      // Closing stores what is held.
+      await store.close();
+      expect(stored(file)).toEqual({
+        docs: [
+          { id: 'a1', doc: { v: 2 }, position: 2 },
+          { id: 'a2', doc: { v: 4 }, position: 4 },
+          { id: 'a3', doc: null, position: 6 },
+        ],
+        checkpoints: [
+          { name: 'agents', position: 6 },
+          { name: 'other', position: 3 },
+        ],
+      });
+    });
+
+    it(`${mode}: merged commits end as the same commits stored one by one`, async () => {
+      const file = path.join(dir, `coalesce-${n++}.db`);
+      const store = open(file);
+      await store.commit([], { p: 1 });
+      // Held together: a later position wins, an older one does not land over it, a checkpoint never moves back.
+      await store.commit([{ collection: 'c', id: 'x', doc: { v: 5 }, position: 5 }], { p: 5 });
+      await store.commit([{ collection: 'c', id: 'x', doc: { v: 3 }, position: 3 }], { p: 3 });
+      await store.commit([{ collection: 'c', id: 'y', doc: { v: 1 } }], {});
+      await store.commit([{ collection: 'c', id: 'y', doc: null }], {});
+      // Another process stored a newer z; an unconditional write makes its position NULL, so a
+      // projector's write at a lower position lands after it, as it would one by one.
+      const other = new Database(file);
+      other.prepare(`INSERT INTO docs (collection, id, data, position) VALUES ('c', 'z', '{"v":9}', 9)`).run();
+      other.close();
+      await store.commit([{ collection: 'c', id: 'z', doc: { v: 0 } }], {});
+      await store.commit([{ collection: 'c', id: 'z', doc: { v: 2 }, position: 2 }], {});
+      await store.close();
+      expect(stored(file)).toEqual({
+        docs: [
+          { id: 'x', doc: { v: 5 }, position: 5 },
+          { id: 'z', doc: { v: 2 }, position: 2 },
+        ],
+        checkpoints: [{ name: 'p', position: 5 }],
+      });
+    });
+  }
+
+  it('a window that has passed stores the next commit at once, and a burst within it once the window ends', async () => {
+    const file = path.join(dir, `coalesce-${n++}.db`);
+    const store = new SqliteReadStore(file, Date.now, { coalesceMs: 30 });
+    await store.commit([], { p: 1 });
+    for (let i = 2; i <= 20; i++) await store.commit([{ collection: 'c', id: 'x', doc: { v: i }, position: i }], { p: i });
+    // Stored by the timer, within a few windows (polled, no fixed sleep).
+    const deadline = Date.now() + 5000;
+    while (stored(file).checkpoints[0]?.position !== 20) {
+      if (Date.now() > deadline) throw new Error(`not stored: ${JSON.stringify(stored(file))}`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(stored(file).docs).toEqual([{ id: 'x', doc: { v: 20 }, position: 20 }]);
+    await store.close();
+  });
+
+  it('a failed store keeps the writes held: the next commit fails with it, and a later one stores them all', async () => {
+    const file = path.join(dir, `coalesce-${n++}.db`);
+    const store = new SqliteReadStore(file, Date.now, { coalesceMs: 600_000 });
+    await store.commit([], { p: 1 });
+    await store.commit([{ collection: 'c', id: 'x', doc: { v: 2 }, position: 2 }], { p: 2 });
+    // The file refuses the next transaction once (as a full disk would).
+    const writes = (store as unknown as { writes: { commit: (...a: unknown[]) => void } }).writes;
+    const commit = writes.commit.bind(writes);
+    let refuse = 1;
+    writes.commit = (...a: unknown[]) => {
+      if (refuse-- > 0) throw new Error('disk I/O error');
+      commit(...a);
+    };
+    await expect(store.find('c')).rejects.toThrow('disk I/O error');
+    expect(stored(file).checkpoints).toEqual([{ name: 'p', position: 1 }]);
+    await store.commit([{ collection: 'c', id: 'y', doc: { v: 3 }, position: 3 }], { p: 3 });
+    expect(await store.find('c')).toEqual([{ v: 2 }, { v: 3 }]);
+    expect(stored(file)).toEqual({
+      docs: [
+        { id: 'x', doc: { v: 2 }, position: 2 },
+        { id: 'y', doc: { v: 3 }, position: 3 },
+      ],
+      checkpoints: [{ name: 'p', position: 3 }],
+    });
+    await store.close();
   });
 });

@@ -14,6 +14,7 @@ import { canRunThreads } from '../sqlite-thread.js';
 import type { Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
 import { ReadStoreWrites, TOMBSTONE_KEEP_MS, type RowWrite } from './sqlite-writes.js';
 import { ReadWriterThread, readWriterModule } from './sqlite-writer.js';
+import { PendingWrites } from './pending-writes.js';
 
 export { TOMBSTONE_KEEP_MS };
 
@@ -21,6 +22,8 @@ const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** Expired rows are purged at start and then at most this often, from a commit. */
 const PURGE_EVERY_MS = 10 * 60_000;
+/** With `coalesceMs`: pending rows beyond this are stored at once. */
+const MAX_PENDING = 5000;
 
 export class SqliteReadStore implements ReadStore {
   /** Documents and checkpoints commit in one transaction. */
@@ -32,16 +35,32 @@ export class SqliteReadStore implements ReadStore {
   /** Writes on this thread's connection, or (`writerThread`) on the store's writer thread. */
   private readonly writes: ReadStoreWrites;
   private readonly thread: ReadWriterThread | null = null;
+  /** With `coalesceMs`: commits not stored yet (see pending-writes.ts). */
+  private pending = new PendingWrites();
+  /** On the writer thread: the pending writes being stored. */
+  private storing: { writes: PendingWrites; done: Promise<void> } | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  /** When the last store began (performance.now()). */
+  private lastStore = -Infinity;
+  /** A store run by the timer failed: the next commit retries it and fails with it if it fails again. */
+  private failed = false;
+  private readonly coalesceMs: number;
 
   /**
    * `writerThread`: the platform's read.db writes on a thread of its own where the build can run it
    * (true), or on the thread a build's module runs (tests); by default on this thread.
+   * `coalesceMs`: commits that come less than this long after the last one stored are held and stored
+   * together once it has passed (see pending-writes.ts); reads through this instance see them at once
+   * (what they touch is stored first). Another process on the file sees them that much later, and a
+   * crash loses them with their checkpoints: the projector applies those events again from the log.
+   * 0 (the default): each commit is stored before it resolves.
    */
   constructor(
     file: string,
     private readonly clock: () => number = Date.now,
-    options: { writerThread?: boolean | URL } = {},
+    options: { writerThread?: boolean | URL; coalesceMs?: number } = {},
   ) {
+    this.coalesceMs = options.coalesceMs ?? 0;
     // NORMAL is enough: documents and checkpoint commit together, and the log can replay them.
     this.db = openSqlite(file, 'NORMAL');
     this.db.exec(`
@@ -83,23 +102,27 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
+    await this.settle((p) => p.holdsDocument(collection, id));
     const row = this.stmts.get.get(collection, id, this.clock());
     return row ? (JSON.parse(row.data) as T) : null;
   }
 
   /** `get` without the promise, for a fold that reads documents back between events (replay). */
   getNow(collection: string, id: string): Doc | null {
+    if (this.coalesceMs > 0) throw new Error('getNow reads no held writes: not with coalesceMs');
     const row = this.stmts.get.get(collection, id, this.clock());
     return row ? (JSON.parse(row.data) as Doc) : null;
   }
 
   /** With the position a projector stored it at (0: none); a tombstone or an expired document is null. */
   async getVersioned<T extends Doc = Doc>(collection: string, id: string): Promise<Versioned<T>> {
+    await this.settle((p) => p.holdsDocument(collection, id));
     return this.versioned<T>(this.stmts.versioned.get(collection, id));
   }
 
   async getVersionedMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<Versioned<T>[]> {
     if (ids.length === 0) return [];
+    await this.settle((p) => p.holdsAnyOf(collection, ids));
     if (ids.length === 1) return [this.versioned<T>(this.stmts.versioned.get(collection, ids[0]!))];
     const rows = new Map(this.stmts.versionedMany.all(collection, JSON.stringify(ids)).map((r) => [r.id, r]));
     return ids.map((id) => this.versioned<T>(rows.get(id)));
@@ -112,6 +135,7 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async find<T extends Doc = Doc>(collection: string, where: Record<string, Scalar> = {}, options: FindOptions = {}): Promise<T[]> {
+    await this.settle((p) => p.holdsCollection(collection));
     const fields = Object.keys(where).sort();
     for (const f of fields) if (!FIELD.test(f)) throw new Error(`bad field name ${f}`);
     const order = options.orderBy;
@@ -142,14 +166,83 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void> {
-    const now = this.clock();
+    // JSON first: a document that cannot be stored fails its commit, and nothing of it is kept.
     const rows: RowWrite[] = writes.map((w) => ({ collection: w.collection, id: w.id, data: w.doc === null ? null : JSON.stringify(w.doc), position: w.position ?? null }));
-    const json = JSON.stringify(checkpoints);
+    if (this.coalesceMs <= 0) return this.storeRows(rows, JSON.stringify(checkpoints));
+    if (this.failed || !rows.every((r) => this.pending.accepts(r))) {
+      this.failed = false;
+      await this.drain();
+    }
+    this.pending.add(rows, checkpoints);
+    if (this.pending.size >= MAX_PENDING) return this.drain();
+    if (this.timer) return;
+    const wait = this.lastStore + this.coalesceMs - performance.now();
+    // Idle (nothing stored lately): stored at once, as without coalescing.
+    if (wait <= 0 && !this.storing) return this.drain();
+    this.schedule(Math.max(wait, 1));
+  }
+
+  private schedule(ms: number) {
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.drain().catch(() => {
+        // Kept pending: retried by the next commit (which then fails with the error) or timer.
+        this.failed = true;
+        if (!this.timer && !this.closing) this.schedule(Math.max(this.coalesceMs, 100));
+      });
+    }, ms);
+  }
+
+  /** Stores every held write; resolves once they are committed. */
+  private async drain(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    while (this.storing || this.pending.size > 0) {
+      if (this.storing) await this.storing.done;
+      else await this.storePending();
+    }
+  }
+
+  /** Waits for the held writes to be stored when a read or direct write touches one of them. */
+  private async settle(touches: (p: PendingWrites) => boolean): Promise<void> {
+    if (this.coalesceMs <= 0) return;
+    if (touches(this.pending) || (this.storing !== null && touches(this.storing.writes))) await this.drain();
+  }
+
+  private storePending(): Promise<void> {
+    const batch = this.pending;
+    this.pending = new PendingWrites();
+    const { rows, checkpoints } = batch.take();
+    this.lastStore = performance.now();
+    const restore = (err: unknown) => {
+      // Not stored: back in front of what came meanwhile.
+      batch.absorb(this.pending);
+      this.pending = batch;
+      throw err;
+    };
+    let done: Promise<void>;
+    try {
+      done = this.storeRows(rows, checkpoints).catch(restore);
+    } catch (err) {
+      return Promise.resolve().then(() => restore(err));
+    }
+    if (!this.thread) return done;
+    const storing = { writes: batch, done: done.finally(() => (this.storing = null)) };
+    this.storing = storing;
+    return storing.done;
+  }
+
+  /** One transaction: on the writer thread (resolves once committed) or on this thread. */
+  private storeRows(rows: RowWrite[], checkpoints: string): Promise<void> {
+    const now = this.clock();
     const purge = now >= this.nextPurge;
     if (purge) this.nextPurge = now + PURGE_EVERY_MS;
-    if (this.thread) return this.thread.commit(rows, json, now, purge);
-    this.writes.commit(rows, json, now);
+    if (this.thread) return this.thread.commit(rows, checkpoints, now, purge);
+    this.writes.commit(rows, checkpoints, now);
     if (purge) this.writes.purge(now);
+    return Promise.resolve();
   }
 
   /** Drops tombstones and expired documents older than TOMBSTONE_KEEP_MS (an index finds them). */
@@ -160,11 +253,13 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async checkpoint(name: string): Promise<number> {
+    await this.settle((p) => p.holdsCheckpoint([name]));
     return this.stmts.checkpoint.get(name)?.position ?? 0;
   }
 
   async lowestCheckpoint(names: string[]): Promise<number> {
     if (names.length === 0) return 0;
+    await this.settle((p) => p.holdsCheckpoint(names));
     const wanted = [...new Set(names)];
     const rows = this.stmts.checkpointsOf.all(JSON.stringify(wanted));
     return rows.length < wanted.length ? 0 : Math.min(...rows.map((r) => r.position));
@@ -172,23 +267,27 @@ export class SqliteReadStore implements ReadStore {
 
   async put(collection: string, id: string, doc: Doc, options: { expiresAt?: number } = {}): Promise<void> {
     const data = JSON.stringify(doc);
+    await this.settle((p) => p.holdsDocument(collection, id));
     if (this.thread) return this.thread.put(collection, id, data, options.expiresAt ?? null);
     this.writes.put(collection, id, data, options.expiresAt ?? null);
   }
 
   async insertIfAbsent(collection: string, id: string, doc: Doc, options: { expiresAt?: number } = {}): Promise<boolean> {
     const data = JSON.stringify(doc);
+    await this.settle((p) => p.holdsDocument(collection, id));
     if (this.thread) return this.thread.insertIfAbsent(collection, id, data, options.expiresAt ?? null, this.clock());
     return this.writes.insertIfAbsent(collection, id, data, options.expiresAt ?? null, this.clock());
   }
 
   async scan(collection: string): Promise<{ id: string; doc: Doc }[]> {
+    await this.settle((p) => p.holdsCollection(collection));
     return this.stmts.scan.all(collection, this.clock()).map((r) =>
       r.position === null ? { id: r.id, doc: JSON.parse(r.data) as Doc } : { id: r.id, doc: JSON.parse(r.data) as Doc, position: r.position },
     );
   }
 
   async delete(collection: string, id: string): Promise<void> {
+    await this.settle((p) => p.holdsDocument(collection, id));
     if (this.thread) return this.thread.delete(collection, id);
     this.writes.delete(collection, id);
   }
@@ -246,10 +345,17 @@ export class SqliteReadStore implements ReadStore {
     this.db.pragma('journal_mode = DELETE');
   }
 
+  private closing = false;
+
   async close(): Promise<void> {
-    // The writes already made are answered first (the thread answers in order).
-    await this.thread?.close();
-    if (this.db.open) this.db.close();
+    this.closing = true;
+    try {
+      await this.drain();
+    } finally {
+      // The writes already made are answered first (the thread answers in order).
+      await this.thread?.close();
+      if (this.db.open) this.db.close();
+    }
   }
 }
 

@@ -175,7 +175,11 @@ export class DeliveryPlanner {
     // one enqueue (a write and a sync of the job queue) instead of two. Their ids are remembered
     // before the enqueue, as the requests may be read back from the log while it runs.
     for (const r of requests) this.enqueued.add(r.deliveryId);
-    if (this.enqueued.size > ENQUEUED_MAX) for (const id of [...this.enqueued].slice(0, this.enqueued.size - ENQUEUED_MAX)) this.enqueued.delete(id);
+    // The oldest go first (a Set keeps insertion order); no copy of the set: it is full under a backlog.
+    for (const id of this.enqueued) {
+      if (this.enqueued.size <= ENQUEUED_MAX) break;
+      this.enqueued.delete(id);
+    }
     await Promise.all(requests.map((r) => this.enqueue(r.deliveryId, 0)));
   }
 }
