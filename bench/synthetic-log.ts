@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { SqliteEventStore } from '../src/gateways/event-store/sqlite.js';
+import { LogWrites, type Head } from '../src/gateways/event-store/sqlite-layout.js';
 import type { NewEvent } from '../src/gateways/event-store/port.js';
 import { openSqlite } from '../src/gateways/sqlite.js';
 import { applyProvisioning } from '../src/commands/provisioning/provision.js';
@@ -79,15 +80,19 @@ export async function writeSyntheticLog(o: SyntheticOptions): Promise<SyntheticR
     // The bulk of the log goes straight into the store's table, in big transactions: a bench tool
     // writing a million events should not take longer than the replay it prepares.
     const db = openSqlite(o.file, 'NORMAL');
-    const insert = db.prepare('INSERT INTO events (id, stream_id, revision, type, data, metadata, time) VALUES (?, ?, ?, ?, ?, ?, ?)');
-    const revisions = new Map<string, number>(
-      db.prepare<[], { stream_id: string; r: number }>('SELECT stream_id, MAX(revision) r FROM events GROUP BY stream_id').all().map((r) => [r.stream_id, r.r]),
-    );
+    // The store's own inserts and stream heads, in whichever layout the file has (sqlite-layout.ts).
+    const log = new LogWrites(db);
+    const heads = new Map<string, Head>();
     const appendAll = db.transaction((appends: { streamId: string; events: NewEvent[]; time: number }[]) => {
       for (const a of appends) {
-        let rev = revisions.get(a.streamId) ?? -1;
-        for (const e of a.events) insert.run(randomUUID(), a.streamId, ++rev, e.type, JSON.stringify(e.data), '{}', a.time);
-        revisions.set(a.streamId, rev);
+        let { revision, position } = heads.get(a.streamId) ?? log.head(a.streamId);
+        let first = 0;
+        for (const e of a.events) {
+          position = log.insert(randomUUID(), a.streamId, ++revision, e.type, JSON.stringify(e.data), '{}', a.time, position);
+          if (first === 0) first = position;
+        }
+        log.setHead(a.streamId, revision, position, first);
+        heads.set(a.streamId, { revision, position });
       }
     });
     const ids = (agentId: number, time: number) => ({ svcId, agentId, time });

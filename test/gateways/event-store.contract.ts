@@ -56,6 +56,31 @@ export function eventStoreContract(name: string, create: () => Promise<EventStor
       expect(some.map((e) => e.type)).toEqual(['B', 'C']);
     });
 
+    it('reads a stream written by many appends, among other streams, from every revision with any count', async () => {
+      // One, two or three events an append, other streams' events between them.
+      for (let i = 0, k = 0; k < 12; i++) {
+        const n = (i % 3) + 1;
+        await store.appendToStream('long', Array.from({ length: n }, (_, j) => ev('E', { k: k + j })));
+        k += n;
+        await store.appendToStreams([
+          { streamId: `other-${i % 2}`, events: [ev('O')], expectedRevision: 'any' },
+          { streamId: 'another', events: [ev('O')], expectedRevision: 'any' },
+        ]);
+      }
+      const all = await store.readStream('long');
+      const ks = all.map((e) => (e.data as { k: number }).k);
+      expect(ks).toEqual(Array.from({ length: ks.length }, (_, i) => i));
+      expect(all.map((e) => e.revision)).toEqual(ks);
+      for (let i = 1; i < all.length; i++) expect(all[i]!.position).toBeGreaterThan(all[i - 1]!.position);
+      for (let from = 0; from <= all.length + 1; from++) {
+        for (const count of [undefined, 1, 2, 5, 100]) {
+          const got = await store.readStream('long', { fromRevision: from, ...(count === undefined ? {} : { maxCount: count }) });
+          expect(got.map((e) => e.revision), `from ${from}, count ${count}`).toEqual(ks.slice(from, count === undefined ? undefined : from + count));
+          expect(got.every((e) => e.streamId === 'long')).toBe(true);
+        }
+      }
+    });
+
     it('checks the expected revision and raises a typed conflict', async () => {
       await store.appendToStream('s', [ev('A')], { expectedRevision: 'no_stream' });
       await expect(store.appendToStream('s', [ev('B')], { expectedRevision: 'no_stream' })).rejects.toBeInstanceOf(WrongExpectedRevisionError);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdirSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
+import Database from 'better-sqlite3';
 import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
 import { eventStoreContract } from './event-store.contract.js';
 import { buildOnce, type Build } from '../support/build.js';
@@ -30,10 +31,23 @@ afterAll(() => build?.remove());
 const opener = (mode: (typeof modes)[number]) => (file: string) =>
   new SqliteEventStore(file, undefined, { writerThread: mode === 'inline' ? null : threadModule! });
 
+/** A log file as versions before chained streams made it (sqlite-layout.ts `indexed`), empty or with rows. */
+function indexedLogFile(file: string, rows: [id: string, stream: string, revision: number, type: string][] = []): string {
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.exec(`CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, stream_id TEXT NOT NULL, revision INTEGER NOT NULL,
+    type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, time INTEGER NOT NULL, UNIQUE (stream_id, revision));`);
+  const insert = db.prepare(`INSERT INTO events (id, stream_id, revision, type, data, metadata, time) VALUES (?, ?, ?, ?, '{}', '{}', 1700000000000)`);
+  for (const r of rows) insert.run(...r);
+  db.close();
+  return file;
+}
+
 for (const mode of modes) {
   const open = opener(mode);
 
   eventStoreContract(`sqlite (${mode})`, async () => open(path.join(dir, `events-${n++}.db`)));
+  eventStoreContract(`sqlite (${mode}), a file made before streams were chained`, async () => open(indexedLogFile(path.join(dir, `events-${n++}.db`))));
 
   describe(`SqliteEventStore (${mode}) durability`, () => {
     it('keeps events across reopening the file', async () => {
@@ -222,6 +236,51 @@ for (const mode of modes) {
     });
   });
 }
+
+describe('SqliteEventStore layouts', () => {
+  it('makes a new file chained: event rows point back to their stream\'s previous event, one head row per stream', async () => {
+    const file = path.join(dir, `chained-${n++}.db`);
+    const store = new SqliteEventStore(file);
+    expect(store.layout).toBe('chained');
+    await store.appendToStream('a', [{ type: 'A0', data: {} }, { type: 'A1', data: {} }]);
+    await store.appendToStream('b', [{ type: 'B0', data: {} }]);
+    await store.appendToStream('a', [{ type: 'A2', data: {} }]);
+    await store.close();
+    const db = new Database(file, { readonly: true });
+    expect(db.prepare('SELECT position, stream_id, revision, prev FROM events ORDER BY position').all()).toEqual([
+      { position: 1, stream_id: 'a', revision: 0, prev: null },
+      { position: 2, stream_id: 'a', revision: 1, prev: 1 },
+      { position: 3, stream_id: 'b', revision: 0, prev: null },
+      { position: 4, stream_id: 'a', revision: 2, prev: 2 },
+    ]);
+    expect(db.prepare('SELECT * FROM streams ORDER BY stream_id').all()).toEqual([
+      { stream_id: 'a', revision: 2, position: 4, first: 1 },
+      { stream_id: 'b', revision: 0, position: 3, first: 3 },
+    ]);
+    // No index on (stream_id, revision): what made every commit write a page per stream.
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events'").all()).toEqual([{ name: 'sqlite_autoindex_events_1' }]);
+    db.close();
+  });
+
+  it('keeps a file made before as it is, and goes on with its streams', async () => {
+    const file = indexedLogFile(path.join(dir, `indexed-${n++}.db`), [
+      ['e1', 'a', 0, 'A0'],
+      ['e2', 'b', 0, 'B0'],
+      ['e3', 'a', 1, 'A1'],
+    ]);
+    const store = new SqliteEventStore(file);
+    expect(store.layout).toBe('indexed');
+    expect((await store.readStream('a')).map((e) => e.type)).toEqual(['A0', 'A1']);
+    await expect(store.appendToStream('a', [{ type: 'X', data: {} }], { expectedRevision: 0 })).rejects.toThrow(/expected/i);
+    await store.appendToStream('a', [{ type: 'A2', data: {} }], { expectedRevision: 1 });
+    expect((await store.readStream('a', { maxCount: 1 })).map((e) => e.type)).toEqual(['A0']);
+    expect((await store.readStream('a', { fromRevision: 2 })).map((e) => [e.type, e.position])).toEqual([['A2', 4]]);
+    await store.close();
+    const db = new Database(file, { readonly: true });
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'streams'").all()).toEqual([]);
+    db.close();
+  });
+});
 
 describe('SqliteEventStore WAL sync off the event loop', () => {
   it('answers an append only once synced; until then its events are neither read back nor counted in the head', async () => {

@@ -11,6 +11,7 @@
 import type Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { type AppendResult, type ExpectedRevision, WrongExpectedRevisionError, matchesExpected } from './port.js';
+import { LogWrites } from './sqlite-layout.js';
 
 export type Outcome = { ok: AppendResult[] } | { err: unknown };
 
@@ -87,6 +88,8 @@ export class GroupWriter {
   /** The command and append being stored: where `insert` files its rows. */
   private at = { command: 0, append: 0 };
   private readonly stmts;
+  /** The inserts and stream heads of the file's layout (sqlite-layout.ts). */
+  private readonly log: LogWrites;
   private readonly groupTx: (run: () => void) => void;
   private readonly savepoint: (appends: PreparedAppend[]) => AppendResult[];
   /**
@@ -102,11 +105,8 @@ export class GroupWriter {
   private readonly touched = new Set<string>();
 
   constructor(db: Database.Database) {
+    this.log = new LogWrites(db);
     this.stmts = {
-      streamHead: db.prepare<[string], { revision: number; position: number }>(
-        'SELECT revision, position FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1',
-      ),
-      insert: db.prepare('INSERT INTO events (id, stream_id, revision, type, data, metadata, time) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       byId: db.prepare<[string], { stream_id: string }>('SELECT stream_id FROM events WHERE id = ?'),
       dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
     };
@@ -173,8 +173,7 @@ export class GroupWriter {
       const known = this.heads.get(streamId);
       if (known) return known;
     }
-    const last = this.stmts.streamHead.get(streamId);
-    const head = { revision: last?.revision ?? -1, position: last?.position ?? 0 };
+    const head = this.log.head(streamId);
     if (!this.touched.has(streamId)) this.heads.set(streamId, head);
     return head;
   }
@@ -225,13 +224,16 @@ export class GroupWriter {
   private insert({ streamId, time, fresh, events, revision, position }: Planned): AppendResult {
     if (fresh.length === 0) return { nextExpectedRevision: revision, position };
     this.touched.add(streamId);
+    let first = 0;
     for (const i of fresh) {
       const e = events[i]!;
       revision += 1;
       const id = e.id ?? timeOrderedId(time);
-      position = Number(this.stmts.insert.run(id, streamId, revision, e.type, e.data, e.metadata, time).lastInsertRowid);
+      position = this.log.insert(id, streamId, revision, e.type, e.data, e.metadata, time, position);
+      if (first === 0) first = position;
       this.inserted.push([this.at.command, this.at.append, i, position, id, revision]);
     }
+    this.log.setHead(streamId, revision, position, first);
     return { nextExpectedRevision: revision, position };
   }
 }

@@ -30,6 +30,7 @@ import { pollingSubscription } from './subscription.js';
 import { GroupWriter, NO_METADATA, deepFreeze, type Committed, type PreparedAppend } from './sqlite-group.js';
 import { RecentEvents } from './sqlite-tail.js';
 import { WriterThread } from './sqlite-writer.js';
+import { type Layout, firstEventSql, openLayout, readStreamSql } from './sqlite-layout.js';
 
 interface Row {
   position: number;
@@ -97,6 +98,8 @@ export class SqliteEventStore implements EventStore {
   private head = 0;
   private closed = false;
   private readonly stmts;
+  /** How the file keeps streams (sqlite-layout.ts). */
+  readonly layout: Layout;
 
   /**
    * `file` may be ':memory:' for tests. `writerThread`: the module the writer thread runs
@@ -111,24 +114,13 @@ export class SqliteEventStore implements EventStore {
     // NORMAL plus WalSync before answering: an acknowledged append survives power loss / kill -9.
     this.db = openSqlite(file, 'NORMAL');
     this.wal = new WalSync(file);
-    this.db.exec(`
-      CREATE TABLE IF NOT EXISTS events (
-        position INTEGER PRIMARY KEY AUTOINCREMENT,
-        id TEXT NOT NULL UNIQUE,
-        stream_id TEXT NOT NULL,
-        revision INTEGER NOT NULL,
-        type TEXT NOT NULL,
-        data TEXT NOT NULL,
-        metadata TEXT NOT NULL,
-        time INTEGER NOT NULL,
-        UNIQUE (stream_id, revision)
-      );
-    `);
+    // A new file is made `chained`; a file made before keeps its `indexed` layout (sqlite-layout.ts).
+    this.layout = openLayout(this.db);
     this.emitter.setMaxListeners(0);
+    const first = firstEventSql(this.layout);
     this.stmts = {
-      readStream: this.db.prepare<[string, number, number, number], Row>(
-        'SELECT * FROM events WHERE stream_id = ? AND revision >= ? AND position < ? ORDER BY revision LIMIT ?',
-      ),
+      readStream: this.db.prepare<[{ stream: string; from: number; below: number; limit: number }], Row>(readStreamSql(this.layout)),
+      firstEvent: first === null ? null : this.db.prepare<[{ stream: string; below: number }], Row>(first),
       readAll: this.db.prepare<[number, number, number], Row>('SELECT * FROM events WHERE position > ? AND position < ? ORDER BY position LIMIT ?'),
       head: this.db.prepare<[], { p: number | null }>('SELECT MAX(position) AS p FROM events'),
       scan: this.db.prepare<[number, number], [number, string, string, string, number]>(
@@ -329,7 +321,11 @@ export class SqliteEventStore implements EventStore {
     this.assertOpen();
     // Committed by this process and not yet synced: invisible until its writer is answered (a command
     // deciding on a state without it conflicts on appending, and decides again).
-    return this.stmts.readStream.all(streamId, options.fromRevision ?? 0, this.syncedBelow(), options.maxCount ?? -1).map(toRecorded);
+    const from = options.fromRevision ?? 0;
+    const below = this.syncedBelow();
+    // A stream's first event (a check of what the stream is) without walking it from its head.
+    if (from === 0 && options.maxCount === 1 && this.stmts.firstEvent) return this.stmts.firstEvent.all({ stream: streamId, below }).map(toRecorded);
+    return this.stmts.readStream.all({ stream: streamId, from, below, limit: options.maxCount ?? -1 }).map(toRecorded);
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
