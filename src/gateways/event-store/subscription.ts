@@ -24,9 +24,15 @@ export function pollingSubscription(src: PollingSource): Subscription {
     else pending = true;
   };
   const off = src.onAppend(signal);
+  // The safety net (appends no signal announces: another process's) as one timer for the
+  // subscription's life, not one made and cleared at every wait: a busy subscription waits once per
+  // group the log stores, and every process has several subscriptions.
+  const poll = setInterval(signal, src.pollMs);
+  poll.unref?.();
   const close = () => {
     if (closed) return;
     closed = true;
+    clearInterval(poll);
     off();
     signal();
   };
@@ -40,12 +46,7 @@ export function pollingSubscription(src: PollingSource): Subscription {
           if (buffer.length === 0) {
             if (pending || closed) continue;
             await new Promise<void>((resolve) => {
-              const t = setTimeout(signal, src.pollMs);
-              t.unref?.();
-              wake = () => {
-                clearTimeout(t);
-                resolve();
-              };
+              wake = resolve;
             });
             continue;
           }
