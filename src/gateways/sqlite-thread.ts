@@ -7,7 +7,7 @@
  *
  * Only the built code can start such a thread (it loads compiled JavaScript); see `canRunThreads`.
  */
-import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { Worker, isMainThread, parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 
 /** Whether threads can run from this build: compiled code, a file (not ':memory:'). */
 export const canRunThreads = (file: string) => file !== ':memory:' && import.meta.url.endsWith('.js');
@@ -110,16 +110,27 @@ export class SqliteThread {
   }
 }
 
+/** What a thread serves: each request alone, or (`handleBatch`) every request waiting at once together. */
+export interface ThreadHandler {
+  handle(request: string): string | Promise<string>;
+  /**
+   * Optional: the requests that had arrived by the time the thread took the first (in order), handled
+   * together (one transaction for all of them), one answer each; a failure fails them all.
+   */
+  handleBatch?(requests: string[]): string[];
+  close(): void | Promise<void>;
+}
+
 /**
  * The thread's side, run when this thread was started for `task`: `open` makes the handler of its
  * requests (answers a string, now or later, or fails: the caller's promise rejects with the error).
  * A file that cannot be opened fails every request with the reason. A close waits for the requests
  * in flight to be answered, then closes the handler.
  */
-export function serveOnThread<D>(task: string, open: (data: D) => { handle(request: string): string | Promise<string>; close(): void | Promise<void> }): void {
+export function serveOnThread<D>(task: string, open: (data: D) => ThreadHandler): void {
   if (isMainThread || (workerData as { task?: string } | null)?.task !== task) return;
   const port = parentPort!;
-  let handler: ReturnType<typeof open> | null = null;
+  let handler: ThreadHandler | null = null;
   let openError: unknown = null;
   try {
     handler = open(workerData as D);
@@ -127,14 +138,12 @@ export function serveOnThread<D>(task: string, open: (data: D) => { handle(reque
     openError = err;
   }
   const inFlight = new Set<Promise<void>>();
-  port.on('message', (m: ToThread) => {
-    if (m === 'close') {
-      void Promise.allSettled([...inFlight])
-        .then(() => handler?.close())
-        .finally(() => port.close());
-      return;
-    }
-    const [id, request] = m;
+  const close = () => {
+    void Promise.allSettled([...inFlight])
+      .then(() => handler?.close())
+      .finally(() => port.close());
+  };
+  const one = (id: number, request: string) => {
     const answered = (async () => {
       try {
         if (!handler) throw openError;
@@ -145,6 +154,29 @@ export function serveOnThread<D>(task: string, open: (data: D) => { handle(reque
     })();
     inFlight.add(answered);
     void answered.finally(() => inFlight.delete(answered));
+  };
+  port.on('message', (m: ToThread) => {
+    if (m === 'close') return close();
+    if (!handler?.handleBatch) return one(m[0], m[1]);
+    // What else is already waiting goes with it (read without waiting for its 'message' event).
+    const batch: [number, string][] = [m];
+    let closing = false;
+    for (let next = receiveMessageOnPort(port); next; next = closing ? undefined : receiveMessageOnPort(port)) {
+      const n = next.message as ToThread;
+      if (n === 'close') closing = true;
+      else batch.push(n);
+    }
+    if (batch.length === 1) one(m[0], m[1]);
+    else {
+      try {
+        const answers = handler.handleBatch(batch.map(([, r]) => r));
+        batch.forEach(([id], i) => port.postMessage([id, true, answers[i]!] satisfies FromThread));
+      } catch (err) {
+        const text = errorText(err);
+        for (const [id] of batch) port.postMessage([id, false, text] satisfies FromThread);
+      }
+    }
+    if (closing) close();
   });
 }
 

@@ -12,8 +12,9 @@ import { promisify } from 'node:util';
 import type { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
-import { decodeGroup, encodeGroup } from '../../src/gateways/event-store/sqlite-writer.js';
+import { WriterThread, decodeGroup, encodeGroup, writerHandler } from '../../src/gateways/event-store/sqlite-writer.js';
 import type { PreparedAppend } from '../../src/gateways/event-store/sqlite-group.js';
+import { WrongExpectedRevisionError } from '../../src/gateways/event-store/port.js';
 import { buildOnce, type Build } from '../support/build.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'ct-es-thread-'));
@@ -40,6 +41,70 @@ describe('a group as it travels to the writer thread', () => {
       [{ streamId: 'n', expectedRevision: -1, time: 1, events: [] }],
     ];
     expect(decodeGroup(encodeGroup(group))).toEqual(group);
+  });
+});
+
+describe('groups that queue for the writer thread', () => {
+  const one = (streamId: string, expectedRevision: PreparedAppend['expectedRevision'], type: string): PreparedAppend[] => [
+    { streamId, expectedRevision, time: 1_700_000_000_000, events: [{ id: null, type, data: '{}', metadata: '{}' }] },
+  ];
+  const groups = (): PreparedAppend[][][] => [
+    [one('a', 'no_stream', 'A0'), one('b', 'no_stream', 'B0')],
+    // Its second command expects a revision 'a' does not have: only that one is refused.
+    [one('c', 'no_stream', 'C0'), one('a', 5, 'A-refused'), one('a', 0, 'A1')],
+    [one('d', 'no_stream', 'D0')],
+  ];
+  type Answer = { outcomes: ({ ok: unknown } | { err: unknown })[]; inserted: (string | number)[][]; head: number };
+  /**
+   * What each group must get back, its first event stored at `base + 1`, whether or not they shared a
+   * transaction; `conflict` tells a refusal for a wrong expected revision (on the wire, or as an error).
+   */
+  const expectAnswers = ([a, b, c]: Answer[], base: number, conflict: (err: unknown) => boolean) => {
+    expect(a!.outcomes).toEqual([{ ok: [{ nextExpectedRevision: 0, position: base + 1 }] }, { ok: [{ nextExpectedRevision: 0, position: base + 2 }] }]);
+    expect(b!.outcomes[0]).toEqual({ ok: [{ nextExpectedRevision: 0, position: base + 3 }] });
+    const refused = b!.outcomes[1]!;
+    expect('err' in refused && conflict(refused.err)).toBe(true);
+    expect(b!.outcomes[2]).toEqual({ ok: [{ nextExpectedRevision: 1, position: base + 4 }] });
+    expect(c!.outcomes).toEqual([{ ok: [{ nextExpectedRevision: 0, position: base + 5 }] }]);
+    // Rows name the command of their own group.
+    expect(a!.inserted.map(([cmd, , , position]) => [cmd, position])).toEqual([
+      [0, base + 1],
+      [1, base + 2],
+    ]);
+    expect(b!.inserted.map(([cmd, , , position, , revision]) => [cmd, position, revision])).toEqual([
+      [0, base + 3, 0],
+      [2, base + 4, 1],
+    ]);
+    expect(c!.inserted.map(([cmd, , , position]) => [cmd, position])).toEqual([[0, base + 5]]);
+  };
+
+  it('handled together: one transaction, each command checked on its own, each group answered with its own outcomes and rows', async () => {
+    const file = path.join(dir, 'batch.db');
+    await new SqliteEventStore(file).close(); // the file and its layout
+    const handler = writerHandler(file);
+    const answers = handler.handleBatch!(groups().map(encodeGroup)).map((t) => JSON.parse(t) as Answer);
+    expectAnswers(answers, 0, (err) => Array.isArray((err as { conflict?: unknown }).conflict));
+    // One transaction stored the three: each answer names its last position.
+    expect(answers.map((x) => x.head)).toEqual([5, 5, 5]);
+    await handler.close();
+    const store = new SqliteEventStore(file);
+    expect((await store.readStream('a')).map((e) => e.type)).toEqual(['A0', 'A1']);
+    expect(await store.headPosition()).toBe(5);
+    await store.close();
+  });
+
+  it('on the thread, posted while it stores another: each gets its own answer', async () => {
+    const file = path.join(dir, 'queued.db');
+    await new SqliteEventStore(file).close();
+    const writer = new WriterThread(file, threadModule);
+    const big = writer.commit(Array.from({ length: 3000 }, (_, i) => one(`big-${i}`, 'no_stream', 'Big')));
+    const answers = await Promise.all(groups().map((g) => writer.commit(g)));
+    const base = (await big).inserted.at(-1)![3];
+    expect(base).toBe(3000);
+    expectAnswers(answers, base, (err) => err instanceof WrongExpectedRevisionError);
+    // Stored together or not, no answer names a position before its own rows.
+    for (const x of answers) expect(x.head).toBeGreaterThanOrEqual(x.inserted.at(-1)![3]);
+    await writer.close();
   });
 });
 

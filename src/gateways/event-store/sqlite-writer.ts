@@ -10,7 +10,7 @@
  * process) reads of the log is on disk, and an answer comes back only for a durable group.
  */
 import { openSqlite } from '../sqlite.js';
-import { SqliteThread, pack, serveOnThread, unpack } from '../sqlite-thread.js';
+import { SqliteThread, pack, serveOnThread, unpack, type ThreadHandler } from '../sqlite-thread.js';
 import { GroupWriter, type Committed, type InsertedRow, type Outcome, type PreparedAppend } from './sqlite-group.js';
 import { WrongExpectedRevisionError, type AppendResult, type ExpectedRevision } from './port.js';
 
@@ -79,9 +79,9 @@ export class WriterThread {
    * the commit itself failed (nothing stored) or the thread died before answering (unknown: a retry
    * finds out, by expected revisions and event ids).
    */
-  async commit(group: PreparedAppend[][]): Promise<Committed> {
-    const reply = JSON.parse(await this.thread.request(encodeGroup(group))) as { outcomes: WireOutcome[]; inserted: InsertedRow[] };
-    return { outcomes: reply.outcomes.map((o): Outcome => ('ok' in o ? o : { err: fromWire(o.err) })), inserted: reply.inserted };
+  async commit(group: PreparedAppend[][]): Promise<Committed & { head: number }> {
+    const reply = JSON.parse(await this.thread.request(encodeGroup(group))) as { outcomes: WireOutcome[]; inserted: InsertedRow[]; head: number };
+    return { outcomes: reply.outcomes.map((o): Outcome => ('ok' in o ? o : { err: fromWire(o.err) })), inserted: reply.inserted, head: reply.head };
   }
 
   /** Ends the thread (the caller waits for the group in flight first). */
@@ -90,16 +90,42 @@ export class WriterThread {
   }
 }
 
-serveOnThread<{ file: string }>(TASK, ({ file }) => {
+/** A group's answer: its outcomes and rows, and the last position the transaction that stored it wrote (0: none). */
+const answer = (outcomes: Outcome[], inserted: InsertedRow[], head: number) =>
+  JSON.stringify({ outcomes: outcomes.map((o): WireOutcome => ('ok' in o ? o : { err: toWire(o.err) })), inserted, head });
+
+/** What the thread serves, on its own connection to `file` (exported for tests: it runs on any thread). */
+export function writerHandler(file: string): ThreadHandler {
   const db = openSqlite(file, 'FULL');
   const writer = new GroupWriter(db);
   return {
     handle(text) {
       const { outcomes, inserted } = writer.commit(decodeGroup(text));
-      return JSON.stringify({ outcomes: outcomes.map((o): WireOutcome => ('ok' in o ? o : { err: toWire(o.err) })), inserted });
+      return answer(outcomes, inserted, inserted.length > 0 ? inserted[inserted.length - 1]![3] : 0);
+    },
+    // Groups that queued while the last one was stored: one transaction and one sync for all of
+    // them, each command still checked on its own; each group gets its own outcomes and rows back.
+    handleBatch(texts) {
+      const groups = texts.map(decodeGroup);
+      const { outcomes, inserted } = writer.commit(groups.flat());
+      const head = inserted.length > 0 ? inserted[inserted.length - 1]![3] : 0;
+      const rows: InsertedRow[][] = groups.map(() => []);
+      // Which group a command of the whole came from, and its index there.
+      const groupOf: number[] = [];
+      const indexIn: number[] = [];
+      groups.forEach((g, gi) => g.forEach((_, ci) => (groupOf.push(gi), indexIn.push(ci))));
+      for (const [c, a, e, position, id, revision] of inserted) rows[groupOf[c]!]!.push([indexIn[c]!, a, e, position, id, revision]);
+      let at = 0;
+      return groups.map((g, gi) => {
+        const mine = outcomes.slice(at, at + g.length);
+        at += g.length;
+        return answer(mine, rows[gi]!, head);
+      });
     },
     close: () => {
       db.close();
     },
   };
-});
+}
+
+serveOnThread<{ file: string }>(TASK, ({ file }) => writerHandler(file));

@@ -90,8 +90,8 @@ export class SqliteEventStore implements EventStore {
   private readonly recent: RecentEvents;
   /** The last group's sync (on this thread) or the group in flight (on the writer thread). */
   private syncing: Promise<void> = Promise.resolve();
-  /** On the writer thread: a group is being stored; the appends arriving meanwhile wait for the next. */
-  private inFlight = false;
+  /** On the writer thread: groups posted and not yet answered (the thread stores those waiting for it together). */
+  private inFlight = 0;
   /** `decoded`: events decoded for readers (once per stored event, then per row read from the file). */
   private readonly counts = { commits: 0, appends: 0, decoded: 0 };
   private readonly emitter = new EventEmitter();
@@ -199,8 +199,6 @@ export class SqliteEventStore implements EventStore {
 
   private flush() {
     this.flushScheduled = false;
-    // The group in flight schedules the next once it is answered.
-    if (this.inFlight) return;
     const group = this.pending.splice(0, MAX_GROUP);
     if (this.pending.length > 0) this.scheduleFlush();
     if (group.length === 0) return;
@@ -221,14 +219,14 @@ export class SqliteEventStore implements EventStore {
     }
     if (ready.length === 0) return;
     if (this.thread) {
-      this.inFlight = true;
+      this.inFlight++;
+      // The thread answers in the order it was asked: the last promise settles after the others.
       this.syncing = this.thread.commit(prepared).then(
-        (c) => this.committed(ready, prepared, c, true),
+        (c) => this.committed(ready, prepared, c, true, c.head),
         // The commit itself failed (or the thread died): nothing of the group is known to be stored.
         (err) => ready.forEach((p) => p.reject(err)),
       ).finally(() => {
-        this.inFlight = false;
-        if (this.pending.length > 0) this.scheduleFlush();
+        this.inFlight--;
       });
       return;
     }
@@ -250,7 +248,8 @@ export class SqliteEventStore implements EventStore {
   }
 
   /** A group's commit is done: its events decoded once for the readers, its callers answered once it is durable. */
-  private committed(group: Pending[], prepared: PreparedAppend[][], { outcomes, inserted }: Committed, durable: boolean) {
+  /** `txHead` (writer thread): the last position of the transaction that stored the group, which may have stored the groups after it too. */
+  private committed(group: Pending[], prepared: PreparedAppend[][], { outcomes, inserted }: Committed, durable: boolean, txHead = 0) {
     group.forEach((p, i) => {
       const o = outcomes[i]!;
       if (!p.onCommitted || !('ok' in o)) return;
@@ -298,7 +297,7 @@ export class SqliteEventStore implements EventStore {
       if (grew) {
         this.threadSyncs++;
         // The writer thread's commit moved this connection's data_version: it is ours, unless the file holds more.
-        this.recent.ownCommit(newHead, () => this.stmts.head.get()?.p ?? 0);
+        this.recent.ownCommit(Math.max(newHead, txHead), () => this.stmts.head.get()?.p ?? 0);
       }
       answer();
       return;
@@ -444,8 +443,8 @@ export class SqliteEventStore implements EventStore {
     if (this.closed) return;
     // Appends already accepted are stored (and answered) before the file closes.
     if (this.thread) {
-      while (this.pending.length > 0 || this.inFlight) {
-        if (!this.inFlight) this.flush();
+      while (this.pending.length > 0 || this.inFlight > 0) {
+        if (this.pending.length > 0) this.flush();
         await this.syncing;
       }
     } else while (this.pending.length > 0) this.flush();
