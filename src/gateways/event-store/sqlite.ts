@@ -90,7 +90,7 @@ export class SqliteEventStore implements EventStore {
   private unsynced: { lo: number; hi: number }[] = [];
   /** The newest synced events: what the subscriptions of this process read (see sqlite-tail.ts). */
   private readonly recent: RecentEvents;
-  /** The last group's sync (on this thread) or the group in flight (on the writer thread). */
+  /** The last group's sync (on this thread) or the last group posted (on the writer thread, which answers in order). */
   private syncing: Promise<void> = Promise.resolve();
   /** On the writer thread: groups posted and not yet answered (the thread stores those waiting for it together). */
   private inFlight = 0;
@@ -252,8 +252,11 @@ export class SqliteEventStore implements EventStore {
     setImmediate(() => this.flush());
   }
 
-  /** A group's commit is done: its events decoded once for the readers, its callers answered once it is durable. */
-  /** `txHead` (writer thread): the last position of the transaction that stored the group, which may have stored the groups after it too. */
+  /**
+   * A group's commit is done: its events decoded once for the readers, its callers answered once it is
+   * durable. `txHead` (writer thread): the last position of the transaction that stored the group,
+   * which may have stored the groups posted after it too.
+   */
   private committed(group: Pending[], prepared: PreparedAppend[][], { outcomes, inserted }: Committed, durable: boolean, txHead = 0) {
     group.forEach((p, i) => {
       const o = outcomes[i]!;
