@@ -76,16 +76,15 @@ export class LogWrites {
     db: Database.Database,
     readonly layout: Layout = layoutOf(db),
   ) {
+    this.headStmt = db.prepare(streamHeadSql(layout));
     if (layout === 'chained') {
       this.insertStmt = db.prepare('INSERT INTO events (id, stream_id, revision, type, data, metadata, time, prev) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
-      this.headStmt = db.prepare('SELECT revision, position FROM streams WHERE stream_id = ?');
       // `first` is set when the stream's row is made and never changes.
       this.setHeadStmt = db.prepare(
         'INSERT INTO streams (stream_id, revision, position, first) VALUES (?, ?, ?, ?) ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision, position = excluded.position',
       );
     } else {
       this.insertStmt = db.prepare('INSERT INTO events (id, stream_id, revision, type, data, metadata, time) VALUES (?, ?, ?, ?, ?, ?, ?)');
-      this.headStmt = db.prepare('SELECT revision, position FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1');
       this.setHeadStmt = null;
     }
   }
@@ -109,6 +108,13 @@ export class LogWrites {
   setHead(streamId: string, revision: number, position: number, first: number): void {
     this.setHeadStmt?.run(streamId, revision, position, first);
   }
+}
+
+/** The statement reading a stream's head (`revision`, `position`; no row: no stream), its one parameter the stream id. */
+export function streamHeadSql(layout: Layout): string {
+  return layout === 'chained'
+    ? 'SELECT revision, position FROM streams WHERE stream_id = ?'
+    : 'SELECT revision, position FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1';
 }
 
 /**

@@ -4,10 +4,11 @@
  *
  * Group commit: appends that arrive in the same turn of the event loop are stored in one transaction,
  * each checked against its own expected revision, so a conflict fails only its own append (see
- * sqlite-group.ts). In the built code the transaction runs on the log's writer thread
- * (sqlite-writer.ts), which syncs at each commit; appends that arrive while it stores a group form
- * the next. Run from the TypeScript sources (tests) it runs on this thread and the WAL is synced off
- * the event loop (WalSync): transactions committed while a sync runs share the next one. Either way
+ * sqlite-group.ts). With the writer thread (EMBEDDED_THREADS, built code) the transaction runs there
+ * (sqlite-writer.ts), which syncs at each commit; a group is posted as soon as it forms, and the
+ * thread stores the groups waiting for it together. Otherwise (and always from the TypeScript
+ * sources) it runs on this thread and the WAL is synced off the event loop (WalSync): transactions
+ * committed while a sync runs share the next one. Either way
  * every caller is answered after the sync covering its commit, so an acknowledged append survives
  * kill -9 and power loss; until then this process neither announces nor reads back those events.
  */
@@ -30,7 +31,7 @@ import { pollingSubscription } from './subscription.js';
 import { GroupWriter, NO_METADATA, deepFreeze, type Committed, type PreparedAppend } from './sqlite-group.js';
 import { RecentEvents } from './sqlite-tail.js';
 import { WriterThread } from './sqlite-writer.js';
-import { type Layout, firstEventSql, openLayout, readStreamSql } from './sqlite-layout.js';
+import { type Layout, firstEventSql, openLayout, readStreamSql, streamHeadSql } from './sqlite-layout.js';
 
 interface Row {
   position: number;
@@ -123,8 +124,8 @@ export class SqliteEventStore implements EventStore {
     this.stmts = {
       readStream: this.db.prepare<[{ stream: string; from: number; below: number; limit: number }], Row>(readStreamSql(this.layout)),
       firstEvent: first === null ? null : this.db.prepare<[{ stream: string; below: number }], Row>(first),
-      // Chained: the stream's head row, read first (the recursive walk's fixed cost is far above a lookup's).
-      streamHead: this.layout === 'chained' ? this.db.prepare<[string], { revision: number; position: number }>('SELECT revision, position FROM streams WHERE stream_id = ?') : null,
+      // Read before the stream: a lookup, far below the fixed cost of the chained walk's recursive query.
+      streamHead: this.db.prepare<[string], { revision: number; position: number }>(streamHeadSql(this.layout)),
       eventAt: this.layout === 'chained' ? this.db.prepare<[number], Row & { prev: number | null }>('SELECT * FROM events WHERE position = ?') : null,
       readAll: this.db.prepare<[number, number, number], Row>('SELECT * FROM events WHERE position > ? AND position < ? ORDER BY position LIMIT ?'),
       head: this.db.prepare<[], { p: number | null }>('SELECT MAX(position) AS p FROM events'),
@@ -332,13 +333,11 @@ export class SqliteEventStore implements EventStore {
     const below = this.syncedBelow();
     // A stream's first event (a check of what the stream is) without walking it from its head.
     if (from === 0 && options.maxCount === 1 && this.stmts.firstEvent) return this.stmts.firstEvent.all({ stream: streamId, below }).map(toRecorded);
-    if (this.stmts.streamHead) {
-      // Nothing after the revision asked for (a cached aggregate asking for what is new, most often)
-      // is answered by the head row alone, and a few events by stepping back from it.
-      const head = this.stmts.streamHead.get(streamId);
-      if (head === undefined || head.revision < from) return [];
-      if (head.revision - from < SHORT_WALK) return this.walkBack(head.position, from, below, options.maxCount ?? -1);
-    }
+    // Nothing after the revision asked for (a cached aggregate asking for what is new, most often) is
+    // answered by the head alone, and (chained) a few events by stepping back from it.
+    const head = this.stmts.streamHead.get(streamId);
+    if (head === undefined || head.revision < from) return [];
+    if (this.stmts.eventAt && head.revision - from < SHORT_WALK) return this.walkBack(head.position, from, below, options.maxCount ?? -1);
     return this.stmts.readStream.all({ stream: streamId, from, below, limit: options.maxCount ?? -1 }).map(toRecorded);
   }
 

@@ -86,3 +86,12 @@ export interface ReadStore {
   scan?(collection: string): Promise<{ id: string; doc: Doc; position?: number }[]>;
   close(): Promise<void>;
 }
+
+/** A read store that can answer from memory without a promise (the hot read models, hot.ts `peek`). */
+export interface PeekableReads {
+  /** undefined when the collection is not held in memory: ask the store. */
+  peek<T extends Doc = Doc>(collection: string, id: string): T | null | undefined;
+}
+
+/** The store's `peek` where it has one, else null. */
+export const peekable = (r: ReadStore): PeekableReads | null => (typeof (r as Partial<PeekableReads>).peek === 'function' ? (r as unknown as PeekableReads) : null);

@@ -44,6 +44,7 @@ export class SqliteReadStore implements ReadStore {
   private lastStore = -Infinity;
   /** A store run by the timer failed: the next commit retries it and fails with it if it fails again. */
   private failed = false;
+  private closing = false;
   private readonly coalesceMs: number;
 
   /**
@@ -216,18 +217,13 @@ export class SqliteReadStore implements ReadStore {
     this.pending = new PendingWrites();
     const { rows, checkpoints } = batch.take();
     this.lastStore = performance.now();
-    const restore = (err: unknown) => {
+    // The executor runs now (on this thread the store is done when this returns), and a throw rejects.
+    const done = new Promise<void>((resolve) => resolve(this.storeRows(rows, checkpoints))).catch((err: unknown) => {
       // Not stored: back in front of what came meanwhile.
       batch.absorb(this.pending);
       this.pending = batch;
       throw err;
-    };
-    let done: Promise<void>;
-    try {
-      done = this.storeRows(rows, checkpoints).catch(restore);
-    } catch (err) {
-      return Promise.resolve().then(() => restore(err));
-    }
+    });
     if (!this.thread) return done;
     const storing = { writes: batch, done: done.finally(() => (this.storing = null)) };
     this.storing = storing;
@@ -344,8 +340,6 @@ export class SqliteReadStore implements ReadStore {
   finishBulkLoad(): void {
     this.db.pragma('journal_mode = DELETE');
   }
-
-  private closing = false;
 
   async close(): Promise<void> {
     this.closing = true;

@@ -10,7 +10,7 @@
  * constant time, so timing does not tell which usernames exist.
  */
 import { hash, randomBytes } from 'node:crypto';
-import type { Doc, ReadStore } from '../../gateways/read-store/port.js';
+import { peekable, type PeekableReads, type ReadStore } from '../../gateways/read-store/port.js';
 import { hashPassword, verifyPassword } from '../../domain/password.js';
 import type { UserDoc, UsernameDoc } from '../../projections/users.js';
 import type { AuthUser } from '../../domain/auth-user.js';
@@ -18,11 +18,6 @@ import type { AuthUser } from '../../domain/auth-user.js';
 
 const MAX_ENTRIES = 10_000;
 
-/** A read store that can answer from memory without a promise (the hot read models). */
-interface PeekableReads {
-  peek<T extends Doc = Doc>(collection: string, id: string): T | null | undefined;
-}
-const peekable = (r: ReadStore): PeekableReads | null => (typeof (r as Partial<PeekableReads>).peek === 'function' ? (r as unknown as PeekableReads) : null);
 
 /** Where a credential came from: its connection (any object living as long as it) and the header as sent. */
 export interface Connection {

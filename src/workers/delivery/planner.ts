@@ -18,7 +18,8 @@ import { attemptDecider, deliveryIds, deliveryInitialState, evolveDelivery, type
 import { aggregateCache } from '../../commands/aggregate-cache.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import type { SubscriberDoc as SubscriberRecord } from '../../projections/subscribers.js';
-import { DELIVERY_QUEUE, peekOf, serviceDoc, type DeliveryJob } from './sender.js';
+import { DELIVERY_QUEUE, serviceDoc, type DeliveryJob } from './sender.js';
+import { peekable } from '../../gateways/read-store/port.js';
 import { orderedIdsFrom } from './id-order.js';
 
 export const PLANNER_CHECKPOINT = 'delivery-planner';
@@ -69,7 +70,7 @@ export class DeliveryPlanner {
   private orderedFrom = Number.POSITIVE_INFINITY;
 
   constructor(private readonly ctx: Context) {
-    this.peek = peekOf(ctx);
+    this.peek = peekable(ctx.reads);
   }
 
   /** Position of the last event handled. */

@@ -14,6 +14,7 @@ import type { HttpPoster } from '../../gateways/http-delivery/post.js';
 import { threadedPoster } from '../../gateways/http-delivery/threaded.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import type { SubscriberDoc } from '../../projections/subscribers.js';
+import { peekable, type PeekableReads } from '../../gateways/read-store/port.js';
 
 export const DELIVERY_QUEUE = 'deliveries';
 
@@ -22,23 +23,16 @@ export interface DeliveryJob {
   round: number;
 }
 
-/** The read store's `peek` (a hot collection's document without a promise), where it has one. */
-type Peek = <T>(collection: string, id: string) => T | null | undefined;
-export const peekOf = (ctx: Context): Peek | null => {
-  const reads = ctx.reads as unknown as { peek?: Peek };
-  return typeof reads.peek === 'function' ? reads.peek.bind(reads) : null;
-};
-
-/** A service's document: peeked where the read store keeps services in memory, else read. */
-export function serviceDoc(ctx: Context, peek: Peek | null, svcId: number): ServiceDoc | null | Promise<ServiceDoc | null> {
-  const doc = peek?.<ServiceDoc>('services', String(svcId));
+/** A service's document: peeked where the read store keeps services in memory (`peekable`), else read. */
+export function serviceDoc(ctx: Context, peek: PeekableReads | null, svcId: number): ServiceDoc | null | Promise<ServiceDoc | null> {
+  const doc = peek?.peek<ServiceDoc>('services', String(svcId));
   return doc === undefined ? ctx.reads.get<ServiceDoc>('services', String(svcId)) : doc;
 }
 
 type Key = { secret: string } | { error: string };
 
 /** The key a delivery is signed with now, or why there is none (a webhook's without a promise where its service is peeked). */
-function currentSecret(ctx: Context, peek: Peek | null, req: DeliveryRequestedData): Key | Promise<Key> {
+function currentSecret(ctx: Context, peek: PeekableReads | null, req: DeliveryRequestedData): Key | Promise<Key> {
   if (req.kind === 'webhook') {
     const svc = serviceDoc(ctx, peek, req.svcId);
     return svc instanceof Promise ? svc.then((doc) => webhookSecret(doc, req)) : webhookSecret(svc, req);
@@ -138,7 +132,7 @@ function originOf(url: string): string {
 
 export function deliveryHandler(ctx: Context, post: HttpPoster = threadedPoster()) {
   const gate = new ReceiverGate();
-  const peek = peekOf(ctx);
+  const peek = peekable(ctx.reads);
   return async (job: Job<DeliveryJob>): Promise<void> => {
     const { deliveryId, round } = job.payload;
     const streamId = streams.delivery(deliveryId);
