@@ -37,6 +37,23 @@ describe('HotReadStore', () => {
     await store.close();
   });
 
+  it('a question with at most one match (answered without ordering or keeping) still honours limit and sees the latest write', async () => {
+    const store = new HotReadStore(new SqliteReadStore(':memory:'), new Set(['agents']));
+    await store.commit([{ collection: 'agents', id: 'a1', doc: { svc: 1, n: 1 } }, { collection: 'agents', id: 'a2', doc: { svc: 2, n: 2 } }], {});
+    const mine = await store.find('agents', { svc: 1 });
+    expect(mine).toEqual([{ svc: 1, n: 1 }]);
+    mine.pop();
+    expect(await store.find('agents', { svc: 1 })).toEqual([{ svc: 1, n: 1 }]);
+    expect(await store.find('agents', { svc: 1 }, { limit: 0 })).toEqual([]);
+    expect(await store.find('agents', { svc: 1 }, { limit: 1 })).toEqual([{ svc: 1, n: 1 }]);
+    expect(await store.find('agents', { svc: 3 })).toEqual([]);
+    await store.commit([{ collection: 'agents', id: 'a1', doc: { svc: 1, n: 5 } }], {});
+    expect(await store.find('agents', { svc: 1 }, { limit: 1 })).toEqual([{ svc: 1, n: 5 }]);
+    await store.commit([{ collection: 'agents', id: 'a3', doc: { svc: 1, n: 0 } }], {});
+    expect(await store.find('agents', { svc: 1 }, { orderBy: { field: 'n', direction: 'asc' } })).toEqual([{ svc: 1, n: 0 }, { svc: 1, n: 5 }]);
+    await store.close();
+  });
+
   it('find answers from indexes kept current by every write: a changed field moves a document, a delete drops it', async () => {
     const store = new HotReadStore(new SqliteReadStore(':memory:'), new Set(['agents']));
     const doc = (svc: number, number: string | null, exists = true) => ({ svc, number, exists });

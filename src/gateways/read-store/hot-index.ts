@@ -41,8 +41,17 @@ function keyOf(source: Record<string, unknown>, fields: string[]): string | unde
   return key;
 }
 
+const NONE: ReadonlyMap<string, Doc> = new Map();
+
+function sameFields(fields: string[], a: Doc, b: Doc): boolean {
+  for (const f of fields) if (a[f] !== b[f]) return false;
+  return true;
+}
+
 class FieldIndex {
   private readonly buckets = new Map<string, Map<string, Doc>>();
+  /** Each indexed document's bucket key: a write that leaves the fields as they were builds no key. */
+  private readonly keys = new Map<string, string>();
 
   constructor(private readonly fields: string[]) {}
 
@@ -52,13 +61,17 @@ class FieldIndex {
 
   /** `before` replaced by `after` (either may be absent). */
   written(id: string, before: Doc | undefined, after: Doc | null) {
-    const was = this.key(before);
-    const is = this.key(after);
+    const was = this.keys.get(id);
+    const is = was !== undefined && before && after && sameFields(this.fields, before, after) ? was : this.key(after);
     if (was !== undefined && was !== is) {
       const b = this.buckets.get(was);
       if (b?.delete(id) && b.size === 0) this.buckets.delete(was);
     }
-    if (is === undefined) return;
+    if (is === undefined) {
+      this.keys.delete(id);
+      return;
+    }
+    if (is !== was) this.keys.set(id, is);
     let b = this.buckets.get(is);
     if (!b) this.buckets.set(is, (b = new Map()));
     b.set(id, after!);
@@ -78,7 +91,7 @@ export class CollectionIndexes {
    * The documents matching `where` (by id, unordered), from the index on its fields (built on first
    * use). `fields`: the keys of `where`, sorted.
    */
-  matching(docs: ReadonlyMap<string, Doc>, where: Record<string, Scalar>, fields: string[]): Iterable<[string, Doc]> {
+  matching(docs: ReadonlyMap<string, Doc>, where: Record<string, Scalar>, fields: string[]): ReadonlyMap<string, Doc> {
     if (fields.length === 0) return docs;
     const name = fields.join('\u0000');
     let index = this.byFields.get(name);
@@ -89,7 +102,7 @@ export class CollectionIndexes {
       for (const [id, doc] of docs) index.written(id, undefined, doc);
       this.byFields.set(name, index);
     }
-    return index.lookup(where) ?? [];
+    return index.lookup(where) ?? NONE;
   }
 
   /** Keeps every index current with a write: `before` is the document the write replaced, if any. */

@@ -148,15 +148,22 @@ export class HotReadStore implements ReadStore {
     const c = this.loaded.get(collection) ?? (await this.collection(collection));
     const fields = Object.keys(where);
     if (fields.length > 1) fields.sort();
+    let indexes = this.indexes.get(collection);
+    if (!indexes) this.indexes.set(collection, (indexes = new CollectionIndexes()));
+    const matched = indexes.matching(c, where, fields);
+    // At most one match (an agent by number, a user by name): nothing to order, nothing worth
+    // keeping. Answered before a question key is built, as every write of the collection (each
+    // command on an agent) voids the kept answers.
+    if (matched.size <= 1 && (options.limit === undefined || options.limit >= 1)) {
+      return matched.size === 0 ? [] : [matched.values().next().value as T];
+    }
     const key = questionKey(where, fields, options);
     let answers = this.found.get(collection);
     const known = answers?.get(key);
     // A copy: callers may sort or cut the array they get.
     if (known) return known.slice() as T[];
-    let indexes = this.indexes.get(collection);
-    if (!indexes) this.indexes.set(collection, (indexes = new CollectionIndexes()));
     const out: { id: string; doc: Doc }[] = [];
-    for (const [id, doc] of indexes.matching(c, where, fields)) out.push({ id, doc });
+    for (const [id, doc] of matched) out.push({ id, doc });
     const order = options.orderBy;
     // The SQLite adapter's order: by id, or by the field (NULL < numbers < text) then id.
     if (order) {
