@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
+import { timeOrderedId } from '../../src/gateways/event-store/sqlite-group.js';
 import { eventStoreContract } from './event-store.contract.js';
 import { buildOnce, type Build } from '../support/build.js';
 
@@ -129,6 +130,14 @@ for (const mode of modes) {
       // Ordered by time first: the ids of later appends never sort before earlier ones' millisecond.
       expect(ids.map((id) => id.slice(0, 13))).toEqual([...ids.map((id) => id.slice(0, 13))].sort());
       await store.close();
+    });
+
+    it('time-ordered ids of one millisecond are distinct and in the order they were made', () => {
+      const made = Array.from({ length: 1000 }, () => timeOrderedId(1_732_500_000_000));
+      expect(new Set(made).size).toBe(made.length);
+      expect([...made].sort()).toEqual(made);
+      expect(made.every((id) => id.startsWith('0193610c-0d00-7'))).toBe(true);
+      expect(timeOrderedId(1_732_500_000_001) > made[made.length - 1]!).toBe(true);
     });
 
     it('answers appends accepted before close, then refuses new ones', async () => {

