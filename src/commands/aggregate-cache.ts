@@ -87,7 +87,7 @@ export interface Lane<S> {
   /** The turn of the command before this one on the stream, in this process (none: go ahead). */
   previous: Turn<S> | undefined;
   /** Hands the next command the state after this one's append (committed, not yet durable). */
-  committed(state: Loaded<S> | undefined): void;
+  commit(state: Loaded<S> | undefined): void;
   /** Ends the turn (always call it, in a finally). */
   settle(): void;
 }
@@ -181,19 +181,9 @@ export class AggregateCache {
   enter<S>(streamId: string, folder: Folder<S, any>): Lane<S> {
     const key = this.key(streamId, folder as Folder<unknown, unknown>);
     const previous = this.lanes.get(key) as Turn<S> | undefined;
-    let commit!: (state: Loaded<S> | undefined) => void;
-    let settle!: () => void;
-    const turn: Turn<S> = { committed: new Promise((r) => (commit = r)), settled: new Promise((r) => (settle = r)) };
+    const turn = new LaneTurn<S>(this.lanes, key, previous);
     this.lanes.set(key, turn as Turn);
-    return {
-      previous,
-      committed: (state) => commit(state),
-      settle: () => {
-        commit(undefined); // no effect once committed
-        settle();
-        if (this.lanes.get(key) === turn) this.lanes.delete(key);
-      },
-    };
+    return turn;
   }
 
   /** Drops what is known of a stream (an append whose outcome we cannot fold ourselves). */
@@ -219,6 +209,50 @@ export class AggregateCache {
     } catch {
       /* ignored: see above */
     }
+  }
+}
+
+/**
+ * A command's turn, as its successor sees it (Turn) and as the command holds it (Lane). Its promises
+ * are made only when a successor asks for them: most commands have none, and two promises with their
+ * resolvers and closures per command showed in profiles.
+ */
+class LaneTurn<S> implements Turn<S>, Lane<S> {
+  /** What `commit` handed on (null: not yet). */
+  private handed: { state: Loaded<S> | undefined } | null = null;
+  private ended = false;
+  private committedPromise: Promise<Loaded<S> | undefined> | null = null;
+  private settledPromise: Promise<void> | null = null;
+  private resolveCommitted: ((state: Loaded<S> | undefined) => void) | null = null;
+  private resolveSettled: (() => void) | null = null;
+
+  constructor(
+    private readonly lanes: Map<string, Turn>,
+    private readonly key: string,
+    readonly previous: Turn<S> | undefined,
+  ) {}
+
+  get committed(): Promise<Loaded<S> | undefined> {
+    this.committedPromise ??= this.handed ? Promise.resolve(this.handed.state) : new Promise((r) => (this.resolveCommitted = r));
+    return this.committedPromise;
+  }
+
+  get settled(): Promise<void> {
+    this.settledPromise ??= this.ended ? Promise.resolve() : new Promise((r) => (this.resolveSettled = r));
+    return this.settledPromise;
+  }
+
+  commit(state: Loaded<S> | undefined): void {
+    if (this.handed) return; // the first word stands
+    this.handed = { state };
+    this.resolveCommitted?.(state);
+  }
+
+  settle(): void {
+    this.commit(undefined); // no effect once committed
+    this.ended = true;
+    this.resolveSettled?.();
+    if (this.lanes.get(this.key) === this) this.lanes.delete(this.key);
   }
 }
 

@@ -230,7 +230,7 @@ async function runCommand<C, S, E extends DomainEvent>(
     try {
       const result = await store.appendToStream(streamId, events.map((e, i) => toNew(e, i, options)), {
         expectedRevision: expectedOf(revision),
-        onCommitted: (r) => lane.committed(r.nextExpectedRevision === expected ? { state: after, revision: r.nextExpectedRevision, position: r.position } : undefined),
+        onCommitted: (r) => lane.commit(r.nextExpectedRevision === expected ? { state: after, revision: r.nextExpectedRevision, position: r.position } : undefined),
       });
       if (result.nextExpectedRevision !== expected) {
         // An idempotent retry: the store already held these events; what it holds is the truth.
