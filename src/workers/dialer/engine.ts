@@ -229,6 +229,8 @@ export class DialerEngine {
   /** Runs one pacing pass after the current one (passes never overlap). */
   private pace() {
     if (this.paceQueued || this.stopped) return;
+    // No campaign holds a contact to place (most agent events, on most platforms): no pass to run.
+    if (!this.anyPending()) return;
     this.paceQueued = true;
     this.pacing = this.pacing.then(async () => {
       this.paceQueued = false;
@@ -238,6 +240,11 @@ export class DialerEngine {
         this.ctx.logger.error({ err }, 'dialer pacing failed');
       }
     });
+  }
+
+  private anyPending(): boolean {
+    for (const c of this.campaigns.values()) if (c.pending.size > 0) return true;
+    return false;
   }
 
   private async paceOnce() {
