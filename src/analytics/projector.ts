@@ -91,25 +91,27 @@ export function analyticsProjector(events: EventStore, store: AnalyticsStore, lo
     let s = first;
     for (;;) {
       try {
-        for await (const e of s) {
-          model.apply(e);
-          if (model.unwritten >= MAX_BATCH) flush();
-          else if (!scheduled) {
-            // Events already read arrive through microtasks: writing on the next macrotask batches them.
-            scheduled = true;
-            const write = () => {
-              scheduled = false;
-              try {
-                if (!stopped || store.db.open) flush();
-              } catch (err) {
-                fail(err);
-              }
-            };
-            const wait = lastWrite + WRITE_EVERY_MS - Date.now();
-            if (wait <= 0) setImmediate(write);
-            else setTimeout(write, wait);
+        pages: for await (const page of s.batches()) {
+          for (const e of page) {
+            model.apply(e);
+            if (model.unwritten >= MAX_BATCH) flush();
+            else if (!scheduled) {
+              // Pages already read arrive through microtasks: writing on the next macrotask batches them.
+              scheduled = true;
+              const write = () => {
+                scheduled = false;
+                try {
+                  if (!stopped || store.db.open) flush();
+                } catch (err) {
+                  fail(err);
+                }
+              };
+              const wait = lastWrite + WRITE_EVERY_MS - Date.now();
+              if (wait <= 0) setImmediate(write);
+              else setTimeout(write, wait);
+            }
+            if (stopped || moved) break pages;
           }
-          if (stopped || moved) break;
         }
       } catch (err) {
         fail(err);

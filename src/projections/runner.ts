@@ -72,18 +72,20 @@ export class ProjectionRunner {
   private async consume(sub: Subscription) {
     const maxBatch = this.options.maxBatch ?? 500;
     try {
-      for await (const event of sub) {
-        this.queue.push(event);
-        if (this.queue.length >= maxBatch) await this.flush();
-        else if (!this.flushScheduled) {
-          // Events already read arrive through microtasks; flushing on the next macrotask batches them.
-          this.flushScheduled = true;
-          setImmediate(() => {
-            this.flushScheduled = false;
-            void this.flush();
-          });
+      pages: for await (const page of sub.batches()) {
+        for (const event of page) {
+          this.queue.push(event);
+          if (this.queue.length >= maxBatch) await this.flush();
+          else if (!this.flushScheduled) {
+            // Pages already read arrive through microtasks; flushing on the next macrotask batches them.
+            this.flushScheduled = true;
+            setImmediate(() => {
+              this.flushScheduled = false;
+              void this.flush();
+            });
+          }
+          if (this.stopped) break pages;
         }
-        if (this.stopped) break;
       }
     } catch (err) {
       if (!this.stopped) {

@@ -98,34 +98,36 @@ export async function follow<T extends EventType>(
   };
   const loop = (async () => {
     try {
-      for await (const e of sub) {
-        if (stopped) break;
-        if (!wanted.has(e)) {
-          const last = inFlight[inFlight.length - 1];
-          if (!last) position = e.position;
-          else if (last.finished) last.position = e.position;
-          else inFlight.push({ position: e.position, finished: true, done: Promise.resolve() });
-          continue;
+      pages: for await (const page of sub.batches()) {
+        for (const e of page) {
+          if (stopped) break pages;
+          if (!wanted.has(e)) {
+            const last = inFlight[inFlight.length - 1];
+            if (!last) position = e.position;
+            else if (last.finished) last.position = e.position;
+            else inFlight.push({ position: e.position, finished: true, done: Promise.resolve() });
+            continue;
+          }
+          const entry = { position: e.position, finished: false, done: Promise.resolve() };
+          // A handler given up on at stop leaves its event unpassed: the next start handles it again.
+          running++;
+          entry.done = run(e)
+            .then(
+              () => {
+                entry.finished = true;
+                advance();
+              },
+              () => undefined,
+            )
+            .finally(() => {
+              running--;
+              slotFreed?.();
+            });
+          inFlight.push(entry);
+          while (running >= concurrency) await new Promise<void>((r) => (slotFreed = r));
+          slotFreed = null;
+          if (stopped) break pages;
         }
-        const entry = { position: e.position, finished: false, done: Promise.resolve() };
-        // A handler given up on at stop leaves its event unpassed: the next start handles it again.
-        running++;
-        entry.done = run(e)
-          .then(
-            () => {
-              entry.finished = true;
-              advance();
-            },
-            () => undefined,
-          )
-          .finally(() => {
-            running--;
-            slotFreed?.();
-          });
-        inFlight.push(entry);
-        while (running >= concurrency) await new Promise<void>((r) => (slotFreed = r));
-        slotFreed = null;
-        if (stopped) break;
       }
     } catch (err) {
       if (!stopped) ctx.logger.error({ err, worker: name }, 'worker stopped: event subscription failed');

@@ -19,6 +19,31 @@ async function take(iter: AsyncIterable<RecordedEvent>, n: number, timeoutMs = 5
   return out;
 }
 
+/** The next `it.next()`, or a rejection once `timeoutMs` passed. */
+async function nextWithin<T>(it: AsyncIterator<T>, timeoutMs: number, what: () => string): Promise<IteratorResult<T>> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    it.next(),
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out: ${what()}`)), Math.max(1, timeoutMs)))),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/** Batches from `it` until they hold `n` events (or the iteration ends). */
+async function takeBatches(it: AsyncIterator<readonly RecordedEvent[]>, n: number, timeoutMs = 5000): Promise<(readonly RecordedEvent[])[]> {
+  const out: (readonly RecordedEvent[])[] = [];
+  let count = 0;
+  const deadline = Date.now() + timeoutMs;
+  while (count < n) {
+    const next = await nextWithin(it, deadline - Date.now(), () => `after ${count}/${n} events in batches`);
+    if (next.done) break;
+    out.push(next.value);
+    count += next.value.length;
+  }
+  return out;
+}
+
+const types = (events: readonly RecordedEvent[]) => events.map((e) => e.type);
+
 export function eventStoreContract(name: string, create: () => Promise<EventStore>) {
   describe(`EventStore contract: ${name}`, () => {
     let store: EventStore;
@@ -158,6 +183,101 @@ export function eventStoreContract(name: string, create: () => Promise<EventStor
       const pending = it.next();
       sub.close();
       expect((await pending).done).toBe(true);
+    });
+
+    it('batches(): the same events in the same order as per-event iteration, in non-empty arrays, history then live', async () => {
+      // More than a page of history (the embedded adapter reads 500 at a time), in appends of different sizes.
+      await store.appendToStream('a', [ev('A1')]);
+      await store.appendToStream('b', Array.from({ length: 600 }, (_, i) => ev('B', { i })));
+      await store.appendToStreams([
+        { streamId: 'a', events: [ev('A2'), ev('A3')], expectedRevision: 'any' },
+        { streamId: 'c', events: [ev('C1')], expectedRevision: 'any' },
+      ]);
+      const perEvent = store.subscribeToAll();
+      const batched = store.subscribeToAll();
+      const it = batched.batches()[Symbol.asyncIterator]();
+      const history = await takeBatches(it, 604);
+      const expected = await take(perEvent, 604);
+      expect(expected).toHaveLength(604);
+      expect(history.every((b) => b.length > 0)).toBe(true);
+      expect(history.flat()).toEqual(expected);
+      // By id and position: an adapter may tell a stored event's time more precisely when reading than when tailing.
+      const key = (events: readonly RecordedEvent[]) => events.map((e) => `${e.position}:${e.id}:${e.type}`);
+      expect(key(history.flat())).toEqual(key(await store.readAll()));
+
+      const live = takeBatches(it, 4);
+      const liveExpected = take(perEvent, 4);
+      await store.appendToStream('l', [ev('L1')]);
+      await store.appendToStream('m', [ev('L2'), ev('L3')]);
+      await store.appendToStream('l', [ev('L4')]);
+      const got = await live;
+      expect(got.every((b) => b.length > 0)).toBe(true);
+      expect(types(got.flat())).toEqual(['L1', 'L2', 'L3', 'L4']);
+      expect(got.flat()).toEqual(await liveExpected);
+      batched.close();
+      perEvent.close();
+    });
+
+    it('batches(): events appended while the iteration waits arrive, each time', async () => {
+      const sub = store.subscribeToAll();
+      const it = sub.batches()[Symbol.asyncIterator]();
+      for (const round of [1, 2, 3]) {
+        // Asked before the append: the iteration is waiting (for the first round, on an empty log).
+        const waiting = takeBatches(it, 2);
+        await store.appendToStream(`w-${round}`, [ev(`W${round}a`), ev(`W${round}b`)]);
+        expect(types((await waiting).flat())).toEqual([`W${round}a`, `W${round}b`]);
+      }
+      sub.close();
+    });
+
+    it('batches(): close() ends an iteration that waits for events, and a for-await loop over it', async () => {
+      await store.appendToStream('p', [ev('P1')]);
+      const sub = store.subscribeToAll();
+      const it = sub.batches()[Symbol.asyncIterator]();
+      expect(types((await takeBatches(it, 1)).flat())).toEqual(['P1']);
+      const pending = nextWithin(it, 5000, () => 'close() did not end the waiting batches() iteration');
+      sub.close();
+      expect((await pending).done).toBe(true);
+      expect((await nextWithin(it, 5000, () => 'a closed iteration did not stay ended')).done).toBe(true);
+
+      // The consumers' shape: a loop that ends when another task closes the subscription.
+      const other = store.subscribeToAll();
+      const seen: string[] = [];
+      let closed!: () => void;
+      const wasClosed = new Promise<void>((resolve) => (closed = resolve));
+      const loop = (async () => {
+        for await (const batch of other.batches()) {
+          for (const e of batch) seen.push(e.type);
+          if (seen.length === 2) {
+            setImmediate(() => {
+              other.close();
+              closed();
+            });
+          }
+        }
+      })();
+      await store.appendToStream('q', [ev('Q1')]);
+      await wasClosed;
+      await loop;
+      expect(seen).toEqual(['P1', 'Q1']);
+    });
+
+    it('batches(): starts after a given position', async () => {
+      await store.appendToStream('p', [ev('P1'), ev('P2'), ev('P3')]);
+      const all = await store.readAll();
+      const sub = store.subscribeToAll({ after: all[1]!.position });
+      const it = sub.batches()[Symbol.asyncIterator]();
+      expect(types((await takeBatches(it, 1)).flat())).toEqual(['P3']);
+      const live = takeBatches(it, 1);
+      await store.appendToStream('p', [ev('P4')]);
+      expect(types((await live).flat())).toEqual(['P4']);
+      sub.close();
+
+      const fromHead = store.subscribeToAll({ after: (await store.readAll()).at(-1)!.position });
+      const tail = takeBatches(fromHead.batches()[Symbol.asyncIterator](), 1);
+      await store.appendToStream('r', [ev('R1')]);
+      expect(types((await tail).flat())).toEqual(['R1']);
+      fromHead.close();
     });
 
     it('appends made at the same time: a conflict fails only its own, the others are stored', async () => {

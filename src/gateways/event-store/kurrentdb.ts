@@ -46,6 +46,7 @@ import {
   matchesExpected,
 } from './port.js';
 import { unavailable } from '../../domain/errors.js';
+import { gatheredBatches } from './subscription.js';
 import {
   MIN_SERVER_VERSION,
   assertServerVersion,
@@ -331,7 +332,8 @@ export class KurrentDbEventStore implements EventStore {
     }
 
     const it = iterate();
-    return { close, [Symbol.asyncIterator]: () => it };
+    let batches: AsyncIterable<readonly RecordedEvent[]> | null = null;
+    return { close, batches: () => (batches ??= gatheredBatches(it, close)), [Symbol.asyncIterator]: () => it };
   }
 
   async close(): Promise<void> {

@@ -69,7 +69,15 @@ export interface ReadAllOptions {
 }
 
 export interface Subscription extends AsyncIterable<RecordedEvent> {
-  /** Ends the iteration; pending `next()` calls resolve as done. */
+  /**
+   * The same events as iterating the subscription, in the same order, as non-empty arrays of the
+   * events available at once (a page read, a burst received): one async step per array rather than
+   * per event, for consumers that take every event. Consume a subscription one way or the other,
+   * never both. The arrays are read-only: an adapter may hand out its own page. Leaving the
+   * iteration early closes the subscription, as with the per-event iteration.
+   */
+  batches(): AsyncIterable<readonly RecordedEvent[]>;
+  /** Ends the iteration, per event or in batches; pending `next()` calls resolve as done. */
   close(): void;
 }
 

@@ -103,13 +103,15 @@ export class LiveEventStream {
     const calls = this.scope.agentId === null ? null : new AgentCalls(this.deps.events, this.scope.agentId);
     this.subscription = this.deps.events.subscribeToAll({ after });
     try {
-      for await (const e of this.subscription) {
-        if (this.closed) break;
-        const msg = await messageFor(e, this.scope, agents, calls);
-        if (msg === null || this.closed) continue;
-        if (!this.res.write(msg)) {
-          // Backpressure: read the log no faster than this client takes it.
-          await Promise.race([once(this.res, 'drain').catch(() => {}), this.done]);
+      pages: for await (const page of this.subscription.batches()) {
+        for (const e of page) {
+          if (this.closed) break pages;
+          const msg = await messageFor(e, this.scope, agents, calls);
+          if (msg === null || this.closed) continue;
+          if (!this.res.write(msg)) {
+            // Backpressure: read the log no faster than this client takes it.
+            await Promise.race([once(this.res, 'drain').catch(() => {}), this.done]);
+          }
         }
       }
     } finally {

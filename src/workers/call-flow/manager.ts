@@ -79,9 +79,11 @@ export class CallFlow {
 
   private async consume(sub: Subscription) {
     try {
-      for await (const e of sub) {
-        if (this.stopped) break;
-        this.onEvent(e);
+      pages: for await (const page of sub.batches()) {
+        for (const e of page) {
+          if (this.stopped) break pages;
+          this.onEvent(e);
+        }
       }
     } catch (err) {
       if (!this.stopped) this.ctx.logger.error({ err }, 'call flow stopped: event subscription failed');

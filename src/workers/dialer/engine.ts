@@ -152,9 +152,12 @@ export class DialerEngine {
 
   private async consume(sub: Subscription) {
     try {
-      for await (const e of sub) {
-        if (this.stopped) break;
-        await this.onEvent(e);
+      pages: for await (const page of sub.batches()) {
+        for (const e of page) {
+          if (this.stopped) break pages;
+          // Most events are not the dialer's: passed over without an async step each.
+          if (DIALER_EVENTS.has(e)) await this.onEvent(e);
+        }
       }
     } catch (err) {
       if (!this.stopped) this.ctx.logger.error({ err }, 'dialer stopped: event subscription failed');

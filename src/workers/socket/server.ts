@@ -152,19 +152,21 @@ export class EventSocketServer {
   private async pump(sub: Subscription): Promise<void> {
     let written = 0;
     try {
-      for await (const e of sub) {
-        if (!isLegEvent(e)) continue;
-        const targets = this.bySvc.get(e.data.svcId);
-        if (!targets || targets.size === 0) continue;
-        const line = JSON.stringify(toSocketEvent(e)) + '\n';
-        for (const c of targets) this.send(c, line);
-        this.counters.linesSent += targets.size;
-        written += line.length;
-        if (written >= this.opts.yieldEveryBytes) {
-          // Let the sockets flush and readers read before the next part of a burst.
-          written = 0;
-          this.flush();
-          await new Promise<void>((resolve) => setImmediate(resolve));
+      for await (const page of sub.batches()) {
+        for (const e of page) {
+          if (!isLegEvent(e)) continue;
+          const targets = this.bySvc.get(e.data.svcId);
+          if (!targets || targets.size === 0) continue;
+          const line = JSON.stringify(toSocketEvent(e)) + '\n';
+          for (const c of targets) this.send(c, line);
+          this.counters.linesSent += targets.size;
+          written += line.length;
+          if (written >= this.opts.yieldEveryBytes) {
+            // Let the sockets flush and readers read before the next part of a burst.
+            written = 0;
+            this.flush();
+            await new Promise<void>((resolve) => setImmediate(resolve));
+          }
         }
       }
     } catch (err) {
