@@ -147,7 +147,7 @@ export class HotReadStore implements ReadStore {
     if (!this.hot.has(collection)) return this.inner.find<T>(collection, where, options);
     const c = this.loaded.get(collection) ?? (await this.collection(collection));
     const fields = Object.keys(where);
-    if (fields.length > 1) fields.sort();
+    if (fields.length > 1) sortNames(fields);
     let indexes = this.indexes.get(collection);
     if (!indexes) this.indexes.set(collection, (indexes = new CollectionIndexes()));
     const matched = indexes.matching(c, where, fields);
@@ -226,6 +226,16 @@ export class HotReadStore implements ReadStore {
 
   close(): Promise<void> {
     return this.inner.close();
+  }
+}
+
+/** In place, for the few fields of a question: Array.prototype.sort copies the array first (it showed in allocation profiles). */
+function sortNames(names: string[]) {
+  for (let i = 1; i < names.length; i++) {
+    const name = names[i]!;
+    let j = i - 1;
+    for (; j >= 0 && names[j]! > name; j--) names[j + 1] = names[j]!;
+    names[j + 1] = name;
   }
 }
 
