@@ -18,6 +18,8 @@ export interface ProjectionRunnerOptions {
 
 export class ProjectionRunner {
   private readonly checkpoints = new Map<string, number>();
+  /** Per projection, the event types it reads (null: it names none, so any). */
+  private readonly handled: (ReadonlySet<string> | null)[];
   private readonly waiters = new PositionWaiters();
   private subscription: Subscription | null = null;
   private queue: RecordedEvent[] = [];
@@ -33,6 +35,7 @@ export class ProjectionRunner {
     private readonly projections: Projection<any>[],
     private readonly options: ProjectionRunnerOptions = {},
   ) {
+    this.handled = projections.map((p) => (p.canHandle ? new Set(p.canHandle) : null));
     const names = new Set<string>();
     for (const p of projections) {
       if (names.has(p.name)) throw new Error(`duplicate projection ${p.name}`);
@@ -124,10 +127,17 @@ export class ProjectionRunner {
     if (batch.length === 0) return;
     const docs = new Map<string, { collection: string; id: string; doc: Doc | null; stored: number; written: number; dirty: boolean }>();
     const nextCheckpoints: Record<string, number> = {};
-    for (const p of this.projections) {
+    const types = new Set<string>();
+    for (const event of batch) types.add(event.type);
+    const last = batch[batch.length - 1]!.position;
+    for (let k = 0; k < this.projections.length; k++) {
+      const p = this.projections[k]!;
       // A runner that was never started (a test replaying a crash) must still skip what is committed.
       if (!this.checkpoints.has(p.name)) this.checkpoints.set(p.name, await this.store.checkpoint(p.name));
       const from = this.checkpoints.get(p.name)!;
+      if (last > from) nextCheckpoints[p.name] = last;
+      // None of the batch's types is one it reads (most projections, for most batches): only its checkpoint moves.
+      if (!handlesAny(this.handled[k]!, types)) continue;
       const collection = collectionOf(p);
       // The documents the batch touches, read in one query (a call's first events miss in every
       // collection: one query each cost a fifth of a delivery's projection).
@@ -159,8 +169,6 @@ export class ProjectionRunner {
           }
         }
       }
-      const last = batch[batch.length - 1]!.position;
-      if (last > from) nextCheckpoints[p.name] = last;
     }
     const writes: DocWrite[] = [];
     for (const e of docs.values()) if (e.dirty) writes.push({ collection: e.collection, id: e.id, doc: e.doc, position: e.written });
@@ -168,4 +176,10 @@ export class ProjectionRunner {
     for (const [name, pos] of Object.entries(nextCheckpoints)) this.checkpoints.set(name, pos);
     this.waiters.advance(this.position);
   }
+}
+
+function handlesAny(handled: ReadonlySet<string> | null, types: ReadonlySet<string>): boolean {
+  if (handled === null) return true;
+  for (const t of types) if (handled.has(t)) return true;
+  return false;
 }

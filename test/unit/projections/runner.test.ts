@@ -167,6 +167,25 @@ describe('ProjectionRunner', () => {
     await runner.stop();
   });
 
+  it('a projection naming its event types is not asked about a batch holding none of them; its checkpoint still moves past it', async () => {
+    const asked: string[] = [];
+    const namedA: Projection = { name: 'named-a', canHandle: ['A'], keys: (e) => (asked.push(e.type), e.type === 'A' ? [e.streamId] : []), evolve: (doc) => ({ n: ((doc?.n as number) ?? 0) + 1 }) };
+    const onlyB = (await events.appendToStream('z', [{ type: 'B', data: {} }, { type: 'B', data: {} }])).position;
+    const runner = new ProjectionRunner(events, reads, [counting, namedA]);
+    await runner.start();
+    await runner.waitFor(onlyB);
+    expect(asked).toEqual([]);
+    expect(await reads.checkpoint('named-a')).toBe(onlyB);
+    expect(await applied()).toEqual([1, 2]); // a projection naming no types sees every event
+    const mixed = (await events.appendToStream('x', [{ type: 'B', data: {} }, { type: 'A', data: {} }])).position;
+    await runner.waitFor(mixed);
+    // A batch holding one of its types: asked about each event of it, as before.
+    expect(asked).toEqual(['B', 'A']);
+    expect(await reads.get('named-a', 'x')).toEqual({ n: 1 });
+    expect(await reads.checkpoint('named-a')).toBe(mixed);
+    await runner.stop();
+  });
+
   it('a projection added later replays the whole log while the others skip what they applied', async () => {
     await append(4);
     const first = new ProjectionRunner(events, reads, [counting]);
