@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pathToFileURL } from 'node:url';
 import { buildOnce, type Build } from '../support/build.js';
 import { SqliteReadStore, TOMBSTONE_KEEP_MS } from '../../src/gateways/read-store/sqlite.js';
+import { jsonLater } from '../../src/gateways/read-store/pending-writes.js';
 import type { ReadStore } from '../../src/gateways/read-store/port.js';
 import { readStoreContract } from './read-store.contract.js';
 
@@ -173,6 +174,67 @@ describe('SqliteReadStore with coalesceMs', () => {
       });
     });
   }
+
+  it('a held document is stored as it was committed: a frozen plain one made JSON when stored, any other at once', async () => {
+    const file = path.join(dir, `coalesce-${n++}.db`);
+    const store = new SqliteReadStore(file, Date.now, { coalesceMs: 600_000 });
+    await store.commit([], { p: 1 });
+    const deep = (d: unknown): unknown => {
+      if (d && typeof d === 'object') {
+        for (const v of Object.values(d)) deep(v);
+        Object.freeze(d);
+      }
+      return d;
+    };
+    const frozen = deep({ v: 1, list: ['a', 1, true, null], nested: { n: 2, gone: undefined } }) as Record<string, unknown>;
+    const open = { v: 2, list: [1] };
+    const date = new Date(1_764_000_000_000);
+    const withDate = Object.freeze({ v: 3, at: date });
+    await store.commit(
+      [
+        { collection: 'c', id: 'frozen', doc: frozen, position: 2 },
+        { collection: 'c', id: 'open', doc: open, position: 2 },
+        { collection: 'c', id: 'date', doc: withDate, position: 2 },
+      ],
+      { p: 2 },
+    );
+    // Held: the frozen plain document as it is (its JSON made when stored), the others as JSON already.
+    const held = (store as unknown as { pending: { rows: Map<string, { data: unknown }> } }).pending.rows;
+    expect([...held.values()].map((r) => typeof r.data)).toEqual(['undefined', 'string', 'string']);
+    // Changed after the commit (a caller may): what was committed is what is stored.
+    open.v = 20;
+    open.list.push(2);
+    date.setTime(0);
+    // A frozen document that cannot be stored still fails its own commit, and nothing of it is held.
+    const cycle: Record<string, unknown> = { v: 4 };
+    cycle.self = cycle;
+    Object.freeze(cycle);
+    await expect(store.commit([{ collection: 'c', id: 'bad', doc: cycle, position: 3 }], { p: 3 })).rejects.toThrow();
+    await expect(store.commit([{ collection: 'c', id: 'big', doc: Object.freeze({ n: 1n }), position: 3 }], { p: 3 })).rejects.toThrow();
+    await store.close();
+    expect(stored(file)).toEqual({
+      docs: [
+        { id: 'date', doc: { v: 3, at: '2025-11-24T16:00:00.000Z' }, position: 2 },
+        { id: 'frozen', doc: { v: 1, list: ['a', 1, true, null], nested: { n: 2 } }, position: 2 },
+        { id: 'open', doc: { v: 2, list: [1] }, position: 2 },
+      ],
+      checkpoints: [{ name: 'p', position: 2 }],
+    });
+  });
+
+  it('jsonLater accepts only documents whose JSON cannot change or fail later', () => {
+    const f = <T>(o: T): T => Object.freeze(o);
+    expect(jsonLater(f({ a: 1, b: 's', c: true, d: null, e: undefined, g: f([1, f({ h: 2 })]) }))).toBe(true);
+    expect(jsonLater({ a: 1 })).toBe(false); // not frozen
+    expect(jsonLater(f({ a: { b: 1 } }))).toBe(false); // frozen only on the outside
+    expect(jsonLater(f({ a: f(new Date(0)) }))).toBe(false); // toJSON, and a date changes though frozen
+    expect(jsonLater(f({ a: 1n }))).toBe(false);
+    expect(jsonLater(f({ toJSON: () => 'x' }))).toBe(false);
+    expect(jsonLater(f(Object.assign(Object.create(null), { a: 1 })))).toBe(true);
+    let deep: Record<string, unknown> = f({});
+    for (let i = 0; i < 40; i++) deep = f({ deep });
+    expect(jsonLater(deep)).toBe(false); // too deep to check: JSON at once
+  });
 
   it('a window that has passed stores the next commit at once, and a burst within it once the window ends', async () => {
     const file = path.join(dir, `coalesce-${n++}.db`);

@@ -178,6 +178,9 @@ export class HotReadStore implements ReadStore {
   }
 
   async commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void> {
+    // Frozen before the store sees them, as they would be after (remember, writeThrough): a store
+    // that holds writes back may then make their JSON once, when it stores them (pending-writes.ts).
+    for (const w of writes) if (w.doc !== null && (w.position !== undefined || this.hot.has(w.collection))) freeze(w.doc);
     try {
       await this.inner.commit(writes, checkpoints);
     } catch (err) {

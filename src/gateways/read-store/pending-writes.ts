@@ -6,12 +6,58 @@
  * the later write of a document replaces the earlier, a projector's write never replaces one made at a
  * later position, and checkpoints only move forward.
  */
+import type { Doc } from './port.js';
 import type { RowWrite } from './sqlite-writes.js';
 
 const key = (collection: string, id: string) => `${collection}\u0000${id}`;
 
+/**
+ * A held write: its JSON made now, or (`data` undefined) made when it is stored from `doc`, a document
+ * that `jsonLater` accepted. A document written many times while held is then made JSON once.
+ */
+export type HeldRow = RowWrite | (Omit<RowWrite, 'data'> & { data: undefined; doc: Doc });
+
+/**
+ * Whether `doc`'s JSON may be made later with the same outcome as now: frozen all through (nothing
+ * can change it: the hot read models freeze what the projector writes), plain objects and arrays of
+ * strings, numbers, booleans and nulls only (so JSON.stringify cannot throw: no toJSON, no BigInt, no
+ * cycle). Anything else is made JSON at once, so a document that cannot be stored still fails its own
+ * commit. (A frozen document's getter, which no projection makes, would be read when it is stored.)
+ * ~0.2 µs for an agent's record, against ~1.1 µs for its JSON.
+ */
+export function jsonLater(doc: Doc): boolean {
+  return plainFrozen(doc, 0);
+}
+
+const MAX_DEPTH = 32;
+
+function plainFrozen(v: unknown, depth: number): boolean {
+  if (v === null) return true;
+  switch (typeof v) {
+    case 'string':
+    case 'number':
+    case 'boolean':
+    case 'undefined': // left out (or null in an array) now as later
+      return true;
+    case 'object': {
+      // Past the depth (a cycle, most likely): JSON now, which throws for a cycle as it always did.
+      if (depth >= MAX_DEPTH || !Object.isFrozen(v)) return false;
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) if (!plainFrozen(v[i], depth + 1)) return false;
+        return true;
+      }
+      const proto: unknown = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null) return false;
+      for (const k in v) if (!plainFrozen((v as Record<string, unknown>)[k], depth + 1)) return false;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
 export class PendingWrites {
-  private readonly rows = new Map<string, RowWrite>();
+  private readonly rows = new Map<string, HeldRow>();
   private readonly checkpoints = new Map<string, number>();
   /** Pending rows per collection: a `find` or `scan` of one waits for them to be stored. */
   private readonly perCollection = new Map<string, number>();
@@ -25,14 +71,14 @@ export class PendingWrites {
    * not (an unconditional write makes the stored row's position NULL, which a merged write would not
    * see). The caller stores what is pending first, then adds it.
    */
-  accepts(row: RowWrite): boolean {
+  accepts(row: HeldRow): boolean {
     if (row.position === null) return true;
     const held = this.rows.get(key(row.collection, row.id));
     return held === undefined || held.position !== null;
   }
 
   /** Adds one commit's rows and checkpoints (each accepted). */
-  add(rows: readonly RowWrite[], checkpoints: Record<string, number>): void {
+  add(rows: readonly HeldRow[], checkpoints: Record<string, number>): void {
     for (const row of rows) {
       const k = key(row.collection, row.id);
       const held = this.rows.get(k);
@@ -72,6 +118,8 @@ export class PendingWrites {
 
   /** What to store, in one transaction: the rows and the checkpoints as JSON. */
   take(): { rows: RowWrite[]; checkpoints: string } {
-    return { rows: [...this.rows.values()], checkpoints: JSON.stringify(Object.fromEntries(this.checkpoints)) };
+    const rows: RowWrite[] = [];
+    for (const r of this.rows.values()) rows.push(r.data !== undefined ? r : { collection: r.collection, id: r.id, data: JSON.stringify(r.doc), position: r.position });
+    return { rows, checkpoints: JSON.stringify(Object.fromEntries(this.checkpoints)) };
   }
 }

@@ -14,11 +14,13 @@ import { canRunThreads } from '../sqlite-thread.js';
 import type { Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
 import { ReadStoreWrites, TOMBSTONE_KEEP_MS, type RowWrite } from './sqlite-writes.js';
 import { ReadWriterThread, readWriterModule } from './sqlite-writer.js';
-import { PendingWrites } from './pending-writes.js';
+import { PendingWrites, jsonLater, type HeldRow } from './pending-writes.js';
 
 export { TOMBSTONE_KEEP_MS };
 
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+const rowNow = (w: DocWrite): RowWrite => ({ collection: w.collection, id: w.id, data: w.doc === null ? null : JSON.stringify(w.doc), position: w.position ?? null });
 
 /** Expired rows are purged at start and then at most this often, from a commit. */
 const PURGE_EVERY_MS = 10 * 60_000;
@@ -167,9 +169,12 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void> {
-    // JSON first: a document that cannot be stored fails its commit, and nothing of it is kept.
-    const rows: RowWrite[] = writes.map((w) => ({ collection: w.collection, id: w.id, data: w.doc === null ? null : JSON.stringify(w.doc), position: w.position ?? null }));
-    if (this.coalesceMs <= 0) return this.storeRows(rows, JSON.stringify(checkpoints));
+    if (this.coalesceMs <= 0) return this.storeRows(writes.map(rowNow), JSON.stringify(checkpoints));
+    // JSON first (or, for a frozen plain document, a check that its JSON cannot fail later): a
+    // document that cannot be stored fails its commit, and nothing of it is kept.
+    const rows: HeldRow[] = writes.map((w) =>
+      w.doc !== null && jsonLater(w.doc) ? { collection: w.collection, id: w.id, data: undefined, doc: w.doc, position: w.position ?? null } : rowNow(w),
+    );
     if (this.failed || !rows.every((r) => this.pending.accepts(r))) {
       this.failed = false;
       await this.drain();
