@@ -22,4 +22,5 @@ RUN mkdir -p /data && chown node:node /data
 USER node
 EXPOSE 8080 8989
 STOPSIGNAL SIGTERM
-CMD ["node", "dist/src/main.js"]
+# A larger young generation: fewer scavenges and less promoted (see README, "Commands and reads at constant cost").
+CMD ["node", "--max-semi-space-size=64", "dist/src/main.js"]
