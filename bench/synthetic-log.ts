@@ -88,7 +88,7 @@ export async function writeSyntheticLog(o: SyntheticOptions): Promise<SyntheticR
         let { revision, position } = heads.get(a.streamId) ?? log.head(a.streamId);
         let first = 0;
         for (const e of a.events) {
-          position = log.insert(randomUUID(), a.streamId, ++revision, e.type, JSON.stringify(e.data), '{}', a.time, position);
+          position = log.insert(randomUUID(), false, a.streamId, ++revision, e.type, JSON.stringify(e.data), '{}', a.time, position);
           if (first === 0) first = position;
         }
         log.setHead(a.streamId, revision, position, first);

@@ -44,11 +44,23 @@ function indexedLogFile(file: string, rows: [id: string, stream: string, revisio
   return file;
 }
 
+/** A chained log file as versions before given ids made it: every event id in a unique index, no `given` column. */
+function chainedAllIdsLogFile(file: string): string {
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.exec(`CREATE TABLE events (position INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, stream_id TEXT NOT NULL, revision INTEGER NOT NULL,
+    type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, time INTEGER NOT NULL, prev INTEGER);
+    CREATE TABLE streams (stream_id TEXT PRIMARY KEY, revision INTEGER NOT NULL, position INTEGER NOT NULL, first INTEGER NOT NULL) WITHOUT ROWID;`);
+  db.close();
+  return file;
+}
+
 for (const mode of modes) {
   const open = opener(mode);
 
   eventStoreContract(`sqlite (${mode})`, async () => open(path.join(dir, `events-${n++}.db`)));
   eventStoreContract(`sqlite (${mode}), a file made before streams were chained`, async () => open(indexedLogFile(path.join(dir, `events-${n++}.db`))));
+  eventStoreContract(`sqlite (${mode}), a chained file made before only given ids were indexed`, async () => open(chainedAllIdsLogFile(path.join(dir, `events-${n++}.db`))));
 
   describe(`SqliteEventStore (${mode}) durability`, () => {
     it('keeps events across reopening the file', async () => {
@@ -267,7 +279,40 @@ describe('SqliteEventStore layouts', () => {
       { stream_id: 'b', revision: 0, position: 3, first: 3 },
     ]);
     // No index on (stream_id, revision): what made every commit write a page per stream.
-    expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events'").all()).toEqual([{ name: 'sqlite_autoindex_events_1' }]);
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events'").all()).toEqual([{ name: 'events_given_id' }]);
+    db.close();
+  });
+
+  it('indexes only the event ids callers gave: a retry with one is still recognised, in its stream or another', async () => {
+    const file = path.join(dir, `given-${n++}.db`);
+    const store = new SqliteEventStore(file);
+    await store.appendToStream('a', [{ type: 'A0', data: {} }, { id: 'given-1', type: 'A1', data: {} }]);
+    // The same id again in its stream: nothing appended; in another stream: refused.
+    const again = await store.appendToStream('a', [{ id: 'given-1', type: 'A1', data: {} }]);
+    expect(again.nextExpectedRevision).toBe(1);
+    await expect(store.appendToStream('b', [{ id: 'given-1', type: 'B0', data: {} }])).rejects.toThrow(/already used in stream a/);
+    await store.close();
+    const db = new Database(file, { readonly: true });
+    expect(db.prepare('SELECT id, given FROM events ORDER BY position').all()).toEqual([
+      { id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/), given: null },
+      { id: 'given-1', given: 1 },
+    ]);
+    // The lookup a retry makes reads the partial index, not the table.
+    const plan = db.prepare("EXPLAIN QUERY PLAN SELECT stream_id FROM events WHERE id = 'given-1' AND given = 1").all() as { detail: string }[];
+    expect(plan.map((p) => p.detail).join(' ')).toMatch(/USING INDEX events_given_id/);
+    db.close();
+  });
+
+  it('keeps a chained file whose every id is indexed as it is', async () => {
+    const file = chainedAllIdsLogFile(path.join(dir, `all-ids-${n++}.db`));
+    const store = new SqliteEventStore(file);
+    expect(store.layout).toBe('chained');
+    await store.appendToStream('a', [{ type: 'A0', data: {} }, { id: 'given-1', type: 'A1', data: {} }]);
+    await expect(store.appendToStream('b', [{ id: 'given-1', type: 'B0', data: {} }])).rejects.toThrow(/already used in stream a/);
+    expect((await store.readStream('a')).map((e) => e.type)).toEqual(['A0', 'A1']);
+    await store.close();
+    const db = new Database(file, { readonly: true });
+    expect(db.prepare('PRAGMA table_info(events)').all().map((c) => (c as { name: string }).name)).not.toContain('given');
     db.close();
   });
 

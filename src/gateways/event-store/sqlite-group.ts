@@ -123,7 +123,6 @@ export class GroupWriter {
   constructor(db: Database.Database) {
     this.log = new LogWrites(db);
     this.stmts = {
-      byId: db.prepare<[string], { stream_id: string }>('SELECT stream_id FROM events WHERE id = ?'),
       dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
     };
     // IMMEDIATE: the write lock is taken (waiting out busy_timeout) before the revisions are read.
@@ -226,8 +225,8 @@ export class GroupWriter {
     for (let i = 0; i < events.length; i++) {
       const id = events[i]!.id;
       if (id !== null) {
-        const found = this.stmts.byId.get(id);
-        if (found && found.stream_id !== streamId) throw new Error(`event id ${id} already used in stream ${found.stream_id}`);
+        const found = this.log.streamOfId(id);
+        if (found !== undefined && found !== streamId) throw new Error(`event id ${id} already used in stream ${found}`);
         if (found) continue;
       }
       fresh.push(i);
@@ -245,7 +244,7 @@ export class GroupWriter {
       const e = events[i]!;
       revision += 1;
       const id = e.id ?? timeOrderedId(time);
-      position = this.log.insert(id, streamId, revision, e.type, e.data, e.metadata, time, position);
+      position = this.log.insert(id, e.id !== null, streamId, revision, e.type, e.data, e.metadata, time, position);
       if (first === 0) first = position;
       this.inserted.push([this.at.command, this.at.append, i, position, id, revision]);
     }
