@@ -121,6 +121,7 @@ async function applyProvisionFile(events: EventStore, file: string, doc: unknown
 export async function openEventStore(config: Config, now: () => number, logger?: Logger): Promise<EventStore> {
   if (config.eventStoreUrl) {
     return KurrentDbEventStore.connect(config.eventStoreUrl, {
+      clock: now,
       log: (level, message, details) => logger?.[level](details ?? {}, message),
     });
   }

@@ -5,7 +5,7 @@
  * `npm run test:engines` runs the contract against a real server (test/engines/).
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { KurrentDbEventStore, atLeast, decodeMetadata, encodeMetadata, mergeAppends, normalizeConnectionString, toPosition } from '../../src/gateways/event-store/kurrentdb.js';
+import { KurrentDbEventStore, atLeast, decodeMetadata, encodeMetadata, eventTime, mergeAppends, normalizeConnectionString, toPosition } from '../../src/gateways/event-store/kurrentdb.js';
 import { WrongExpectedRevisionError, type RecordedEvent } from '../../src/gateways/event-store/port.js';
 import { KurrentDbDouble } from '../support/kurrentdb-double.js';
 import { eventStoreContract } from './event-store.contract.js';
@@ -85,6 +85,23 @@ describe('KurrentDbEventStore on the gRPC double', () => {
     expect((await store.readStream('m2'))[0]!.metadata).toEqual({});
     expect(decodeMetadata({ $schema: 'x', plain: 'not json', num: 3 })).toEqual({ plain: 'not json', num: 3 });
     expect(encodeMetadata({ a: undefined })).toBeUndefined();
+  });
+
+  it("keeps each event's time in its metadata; an event stored without it (another writer) has the server's", async () => {
+    store = await storeOnDouble();
+    await store.appendToStream('mine', [{ type: 'A', data: {} }]);
+    const raw = JSON.parse(store.double.log.find((e) => e.streamId === 'mine')!.metadata.toString('utf8'));
+    expect(Number(raw.$time)).toBe((await store.readStream('mine'))[0]!.time);
+    // The platform's clock, as the embedded log takes it (a test's clock moves event times on both).
+    const clocked = await storeOnDouble(new KurrentDbDouble(), { clock: () => 1_795_815_328_397 });
+    await clocked.appendToStream('c', [{ type: 'A', data: {} }]);
+    expect((await clocked.readStream('c'))[0]!.time).toBe(1_795_815_328_397);
+    await clocked.close();
+    expect(encodeMetadata(undefined, 1_795_815_328_397)).toEqual({ $time: '1795815328397' });
+    expect(eventTime({ $time: '1795815328397', by: '"me"' }, new Date(1_795_815_328_000))).toBe(1_795_815_328_397);
+    expect(eventTime({ by: '"me"' }, new Date(1_795_815_328_000))).toBe(1_795_815_328_000);
+    expect(eventTime({ $time: 'soon' }, new Date(1_795_815_328_000))).toBe(1_795_815_328_000);
+    expect(eventTime(new Uint8Array([1]), new Date(5))).toBe(5);
   });
 
   it('an append whose answer was lost is found by its ids and not written again', async () => {

@@ -35,12 +35,30 @@ export function toPosition(commit: bigint | undefined): number | undefined {
 
 export const fromPosition = (after: number): Position => ({ commit: BigInt(after), prepare: BigInt(after) });
 
-/** Metadata as string properties: each value JSON-encoded. */
-export function encodeMetadata(metadata: Record<string, unknown> | undefined): Record<string, string> | undefined {
-  if (!metadata) return undefined;
+/**
+ * The metadata key holding the event's time (epoch ms, the appending process's clock, as the embedded
+ * log keeps it). The server's own `created` is not enough: the client library's reads (readStream,
+ * readAll: its native bridge) give it rounded to the second, its subscriptions to the millisecond, so
+ * one event would have two times. `$`: dropped from the metadata callers see, like the server's keys.
+ */
+export const TIME_KEY = '$time';
+
+/** Metadata as string properties: each value JSON-encoded; with `time`, the event's time under TIME_KEY. */
+export function encodeMetadata(metadata: Record<string, unknown> | undefined, time?: number): Record<string, string> | undefined {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(metadata)) if (v !== undefined) out[k] = JSON.stringify(v);
+  if (metadata) for (const [k, v] of Object.entries(metadata)) if (v !== undefined) out[k] = JSON.stringify(v);
+  if (time !== undefined) out[TIME_KEY] = String(time);
   return Object.keys(out).length ? out : undefined;
+}
+
+/** An event's time: TIME_KEY of its metadata, else (events appended without it) the server's `created`. */
+export function eventTime(raw: unknown, created: unknown): number {
+  if (raw && typeof raw === 'object' && !Array.isArray(raw) && !(raw instanceof Uint8Array)) {
+    const t = (raw as Record<string, unknown>)[TIME_KEY];
+    const ms = typeof t === 'string' ? Number(t) : typeof t === 'number' ? t : NaN;
+    if (Number.isSafeInteger(ms) && ms > 0) return ms;
+  }
+  return created instanceof Date ? created.getTime() : Number(created);
 }
 
 /** Reverses `encodeMetadata`; keys the server adds (`$...`) are dropped, foreign values kept as they are. */

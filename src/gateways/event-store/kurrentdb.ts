@@ -53,6 +53,7 @@ import {
   atLeast,
   decodeMetadata,
   encodeMetadata,
+  eventTime,
   eventUuid,
   fromPosition,
   isAmbiguous,
@@ -63,7 +64,7 @@ import {
   toPosition,
 } from './kurrentdb-mapping.js';
 
-export { MIN_SERVER_VERSION, atLeast, decodeMetadata, encodeMetadata, mergeAppends, normalizeConnectionString, toPosition };
+export { MIN_SERVER_VERSION, atLeast, decodeMetadata, encodeMetadata, eventTime, mergeAppends, normalizeConnectionString, toPosition };
 
 export interface KurrentDbOptions {
   /** Prepended to every stream name; `$all` reads and subscriptions see only these streams. */
@@ -74,6 +75,8 @@ export interface KurrentDbOptions {
   resubscribeMs?: { first: number; max: number };
   /** Attempts of an append whose outcome was unknown (the id check makes each retry safe). */
   appendAttempts?: number;
+  /** The events' time (epoch ms), kept in their metadata (kurrentdb-mapping.ts, TIME_KEY); default Date.now. */
+  clock?: () => number;
 }
 
 export class KurrentDbEventStore implements EventStore {
@@ -112,8 +115,9 @@ export class KurrentDbEventStore implements EventStore {
   async appendToStreams(appends: StreamAppend[]): Promise<AppendResult[]> {
     this.assertOpen();
     const merged = mergeAppends(appends);
-    // Ids fixed before the first attempt: every retry and every tail check compares the same ids.
-    const batch = merged.map((a) => ({ ...a, events: a.events.map((e) => ({ ...e, id: eventUuid(e.id) })) }));
+    // Ids (and the time) fixed before the first attempt: every retry and every tail check compares the same ids.
+    const time = (this.options.clock ?? Date.now)();
+    const batch = merged.map((a) => ({ ...a, time, events: a.events.map((e) => ({ ...e, id: eventUuid(e.id) })) }));
     const results = new Map<string, AppendResult>();
     let pending = batch.filter((a) => a.events.length > 0);
     // An entry without events only asserts its expectation (checked here, not atomically).
@@ -152,21 +156,21 @@ export class KurrentDbEventStore implements EventStore {
     return appends.map((a) => results.get(a.streamId)!);
   }
 
-  private toEvents(events: NewEvent[]) {
-    return events.map((e) => jsonEvent({ id: e.id!, type: e.type, data: (e.data ?? null) as never, metadata: encodeMetadata(e.metadata) }));
+  private toEvents(events: NewEvent[], time: number) {
+    return events.map((e) => jsonEvent({ id: e.id!, type: e.type, data: (e.data ?? null) as never, metadata: encodeMetadata(e.metadata, time) }));
   }
 
-  private async appendOne(a: StreamAppend): Promise<AppendResult> {
-    const r = await this.client.appendToStream(this.name(a.streamId), this.toEvents(a.events), { streamState: streamState(a.expectedRevision) });
+  private async appendOne(a: StreamAppend & { time: number }): Promise<AppendResult> {
+    const r = await this.client.appendToStream(this.name(a.streamId), this.toEvents(a.events, a.time), { streamState: streamState(a.expectedRevision) });
     const position = toPosition(r.position?.commit) ?? (await this.tail(a.streamId, 1)).at(-1)?.position ?? 0;
     return { nextExpectedRevision: Number(r.nextExpectedRevision), position };
   }
 
-  private async appendMany(batch: StreamAppend[]): Promise<AppendResult[]> {
+  private async appendMany(batch: (StreamAppend & { time: number })[]): Promise<AppendResult[]> {
     const requests: AppendStreamRequest[] = batch.map((a) => ({
       streamName: this.name(a.streamId),
       expectedState: streamState(a.expectedRevision),
-      events: this.toEvents(a.events),
+      events: this.toEvents(a.events, a.time),
     }));
     const r = await this.client.multiStreamAppend(requests);
     // The response carries one position for the whole transaction; each stream's own last event
@@ -238,7 +242,7 @@ export class KurrentDbEventStore implements EventStore {
       type: e.type,
       data: e.isJson ? e.data : null,
       metadata: decodeMetadata(e.metadata),
-      time: e.created instanceof Date ? e.created.getTime() : Number(e.created),
+      time: eventTime(e.metadata, e.created),
     };
   }
 
