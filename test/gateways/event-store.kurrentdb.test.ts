@@ -91,16 +91,16 @@ describe('KurrentDbEventStore on the gRPC double', () => {
     store = await storeOnDouble();
     await store.appendToStream('mine', [{ type: 'A', data: {} }]);
     const raw = JSON.parse(store.double.log.find((e) => e.streamId === 'mine')!.metadata.toString('utf8'));
-    expect(Number(raw.$time)).toBe((await store.readStream('mine'))[0]!.time);
+    expect(Number(raw['telephony.time'])).toBe((await store.readStream('mine'))[0]!.time);
     // The platform's clock, as the embedded log takes it (a test's clock moves event times on both).
     const clocked = await storeOnDouble(new KurrentDbDouble(), { clock: () => 1_795_815_328_397 });
     await clocked.appendToStream('c', [{ type: 'A', data: {} }]);
     expect((await clocked.readStream('c'))[0]!.time).toBe(1_795_815_328_397);
     await clocked.close();
-    expect(encodeMetadata(undefined, 1_795_815_328_397)).toEqual({ $time: '1795815328397' });
-    expect(eventTime({ $time: '1795815328397', by: '"me"' }, new Date(1_795_815_328_000))).toBe(1_795_815_328_397);
+    expect(encodeMetadata(undefined, 1_795_815_328_397)).toEqual({ 'telephony.time': '1795815328397' });
+    expect(eventTime({ 'telephony.time': '1795815328397', by: '"me"' }, new Date(1_795_815_328_000))).toBe(1_795_815_328_397);
     expect(eventTime({ by: '"me"' }, new Date(1_795_815_328_000))).toBe(1_795_815_328_000);
-    expect(eventTime({ $time: 'soon' }, new Date(1_795_815_328_000))).toBe(1_795_815_328_000);
+    expect(eventTime({ 'telephony.time': 'soon' }, new Date(1_795_815_328_000))).toBe(1_795_815_328_000);
     expect(eventTime(new Uint8Array([1]), new Date(5))).toBe(5);
   });
 

@@ -39,9 +39,10 @@ export const fromPosition = (after: number): Position => ({ commit: BigInt(after
  * The metadata key holding the event's time (epoch ms, the appending process's clock, as the embedded
  * log keeps it). The server's own `created` is not enough: the client library's reads (readStream,
  * readAll: its native bridge) give it rounded to the second, its subscriptions to the millisecond, so
- * one event would have two times. `$`: dropped from the metadata callers see, like the server's keys.
+ * one event would have two times. Left out of the metadata callers see. Not `$`-prefixed: the server
+ * may give such property names meanings of its own.
  */
-export const TIME_KEY = '$time';
+export const TIME_KEY = 'telephony.time';
 
 /** Metadata as string properties: each value JSON-encoded; with `time`, the event's time under TIME_KEY. */
 export function encodeMetadata(metadata: Record<string, unknown> | undefined, time?: number): Record<string, string> | undefined {
@@ -61,12 +62,12 @@ export function eventTime(raw: unknown, created: unknown): number {
   return created instanceof Date ? created.getTime() : Number(created);
 }
 
-/** Reverses `encodeMetadata`; keys the server adds (`$...`) are dropped, foreign values kept as they are. */
+/** Reverses `encodeMetadata`; the time and keys the server adds (`$...`) are dropped, foreign values kept as they are. */
 export function decodeMetadata(raw: unknown): Record<string, unknown> {
   if (!raw || typeof raw !== 'object' || Array.isArray(raw) || raw instanceof Uint8Array) return {};
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
-    if (k.startsWith('$')) continue;
+    if (k.startsWith('$') || k === TIME_KEY) continue;
     if (typeof v !== 'string') {
       out[k] = v;
       continue;
