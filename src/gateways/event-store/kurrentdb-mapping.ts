@@ -52,21 +52,24 @@ export function encodeMetadata(metadata: Record<string, unknown> | undefined, ti
   return Object.keys(out).length ? out : undefined;
 }
 
+/** Metadata as the client decoded it, when it is a JSON object (not bytes, not an array). */
+const metadataObject = (raw: unknown): Record<string, unknown> | null =>
+  raw && typeof raw === 'object' && !Array.isArray(raw) && !(raw instanceof Uint8Array) ? (raw as Record<string, unknown>) : null;
+
 /** An event's time: TIME_KEY of its metadata, else (events appended without it) the server's `created`. */
 export function eventTime(raw: unknown, created: unknown): number {
-  if (raw && typeof raw === 'object' && !Array.isArray(raw) && !(raw instanceof Uint8Array)) {
-    const t = (raw as Record<string, unknown>)[TIME_KEY];
-    const ms = typeof t === 'string' ? Number(t) : typeof t === 'number' ? t : NaN;
-    if (Number.isSafeInteger(ms) && ms > 0) return ms;
-  }
+  const t = metadataObject(raw)?.[TIME_KEY];
+  const ms = typeof t === 'string' ? Number(t) : typeof t === 'number' ? t : NaN;
+  if (Number.isSafeInteger(ms) && ms > 0) return ms;
   return created instanceof Date ? created.getTime() : Number(created);
 }
 
 /** Reverses `encodeMetadata`; the time and keys the server adds (`$...`) are dropped, foreign values kept as they are. */
 export function decodeMetadata(raw: unknown): Record<string, unknown> {
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw) || raw instanceof Uint8Array) return {};
+  const fields = metadataObject(raw);
+  if (!fields) return {};
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+  for (const [k, v] of Object.entries(fields)) {
     if (k.startsWith('$') || k === TIME_KEY) continue;
     if (typeof v !== 'string') {
       out[k] = v;

@@ -226,8 +226,10 @@ export class GroupWriter {
       const id = events[i]!.id;
       if (id !== null) {
         const found = this.log.streamOfId(id);
-        if (found !== undefined && found !== streamId) throw new Error(`event id ${id} already used in stream ${found}`);
-        if (found) continue;
+        if (found !== undefined) {
+          if (found !== streamId) throw new Error(`event id ${id} already used in stream ${found}`);
+          continue;
+        }
       }
       fresh.push(i);
     }

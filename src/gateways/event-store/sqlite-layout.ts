@@ -61,9 +61,14 @@ export function openLayout(db: Database.Database): Layout {
 
 /** The layout of an existing log (a connection that did not make it: a writer thread, a tool). */
 export function layoutOf(db: Database.Database): Layout {
+  return eventColumns(db).has('prev') ? 'chained' : 'indexed';
+}
+
+/** The columns of the file's `events` table, which tell its layout and its id index. */
+function eventColumns(db: Database.Database): Set<string> {
   const columns = db.prepare<[], { name: string }>('PRAGMA table_info(events)').all();
   if (columns.length === 0) throw new Error('the file holds no event log');
-  return columns.some((c) => c.name === 'prev') ? 'chained' : 'indexed';
+  return new Set(columns.map((c) => c.name));
 }
 
 const hasEvents = (db: Database.Database) => db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'").get() !== undefined;
@@ -78,7 +83,7 @@ export interface Head {
 export type IdIndex = 'all' | 'given';
 
 export function idIndexOf(db: Database.Database): IdIndex {
-  return db.prepare<[], { name: string }>('PRAGMA table_info(events)').all().some((c) => c.name === 'given') ? 'given' : 'all';
+  return eventColumns(db).has('given') ? 'given' : 'all';
 }
 
 /**
