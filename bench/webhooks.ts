@@ -138,9 +138,11 @@ export async function benchWebhooks(options: { calls?: number; warmup?: number; 
   const now = () => performance.timeOrigin + performance.now();
 
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ct-bench-webhooks-'));
-  const config = loadConfig({ EMBEDDED_THREADS: process.env.EMBEDDED_THREADS, PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, OPERATOR_TOKEN: 'bench', LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE: 'true', ROLES: 'worker,projector' });
-  const platform = await createPlatform(config, { logger: pino({ level: 'silent' }) });
+  let stopPlatform: (() => Promise<void>) | null = null;
   try {
+    const config = loadConfig({ EMBEDDED_THREADS: process.env.EMBEDDED_THREADS, PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, OPERATOR_TOKEN: 'bench', LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE: 'true', ROLES: 'worker,projector' });
+    const platform = await createPlatform(config, { logger: pino({ level: 'silent' }) });
+    stopPlatform = () => platform.stop();
     await platform.start();
     const doc = {
       services: [{ id: 101, name: 'Bench', customer: 'bench', timezone: 'UTC', dids: ['8000000101'], skills: [], queues: [], webhook: { url: receiverUrl, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }, socketKey: 'k', blocked: [], customers: [], agents: [] }],
@@ -202,7 +204,8 @@ export async function benchWebhooks(options: { calls?: number; warmup?: number; 
       p99: Math.round(quantile(latencies, 0.99) * 10) / 10,
     };
   } finally {
-    await platform.stop();
+    // The receiver's thread too when the platform never started: a thread left running keeps the bench from exiting.
+    await stopPlatform?.();
     await receiver.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -127,9 +127,10 @@ function redisPrefix(env: Env): string {
  */
 function embeddedThreads(env: Env): boolean {
   const raw = (env.EMBEDDED_THREADS || 'auto').trim().toLowerCase();
-  if (raw === 'on') return true;
-  if (raw === 'off') return false;
-  if (raw !== 'auto') throw new ConfigError(`EMBEDDED_THREADS must be on, off or auto, got "${env.EMBEDDED_THREADS}"`);
+  // true/false and 1/0 as well, as every other switch of the configuration takes them.
+  if (raw === 'on' || raw === 'true' || raw === '1') return true;
+  if (raw === 'off' || raw === 'false' || raw === '0') return false;
+  if (raw !== 'auto') throw new ConfigError(`EMBEDDED_THREADS must be on, off or auto (or true, false), got "${env.EMBEDDED_THREADS}"`);
   return availableParallelism() >= 4;
 }
 

@@ -25,6 +25,8 @@ describe('loadConfig', () => {
   it('runs the embedded stores on threads when told, or (auto) with 4 cores or more', async () => {
     expect(loadConfig({ EMBEDDED_THREADS: 'on' }).embeddedThreads).toBe(true);
     expect(loadConfig({ EMBEDDED_THREADS: 'OFF' }).embeddedThreads).toBe(false);
+    expect(loadConfig({ EMBEDDED_THREADS: 'true' }).embeddedThreads).toBe(true);
+    expect(loadConfig({ EMBEDDED_THREADS: '0' }).embeddedThreads).toBe(false);
     const { availableParallelism } = await import('node:os');
     expect(loadConfig({}).embeddedThreads).toBe(availableParallelism() >= 4);
   });
@@ -38,7 +40,7 @@ describe('loadConfig', () => {
     expect(refused({ WEBHOOK_RETRY_MS: '1000,soon' })).toMatch(/^WEBHOOK_RETRY_MS must be a comma-separated list/);
     expect(refused({ REDIS_URL: 'localhost:6379' })).toMatch(/^REDIS_URL must start with redis:\/\/ or rediss:\/\//);
     expect(refused({ PUBLIC_BASE_URL: 'example.com' })).toMatch(/^PUBLIC_BASE_URL must/);
-    expect(refused({ EMBEDDED_THREADS: 'yes' })).toBe('EMBEDDED_THREADS must be on, off or auto, got "yes"');
+    expect(refused({ EMBEDDED_THREADS: 'yes' })).toBe('EMBEDDED_THREADS must be on, off or auto (or true, false), got "yes"');
     for (const m of [refused({ OTP_TTL_S: '0' }), refused({ PORT: '-1' })]) expect(m.split('\n')).toHaveLength(1);
   });
 
