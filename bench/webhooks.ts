@@ -6,7 +6,6 @@
  * the platform: its own thread's load is reported as `busy` (event-loop utilisation over the run).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -14,6 +13,7 @@ import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { createPlatform } from '../src/platform.js';
+import { newCallId } from '../src/commands/call/place.js';
 import { applyProvisioning } from '../src/commands/provisioning/provision.js';
 import type { CallEndedData } from '../src/domain/call-events.js';
 import { aggregateCache } from '../src/commands/aggregate-cache.js';
@@ -165,7 +165,7 @@ export async function benchWebhooks(options: { calls?: number; warmup?: number; 
       const recorded = new Promise<void>((r) => (roundRecorded = r));
       const appends: Promise<unknown>[] = [];
       for (let i = 0; i < n; i++) {
-        const xnid = randomUUID();
+        const xnid = newCallId();
         const data: CallEndedData = {
           xnid, svcId: 101, direction: 'Outbound', disposition: 'answered', startTime: 0, endTime: 1000, durationS: 1, agentId: null, agentNumber: '', customerNumber: '9876543210', recordingUrl: null, source: null,
           webhook: { callid: xnid, 'call-duration': '1', 'agent-number': '', 'customer-number': '9876543210', 'end-time': '2024-05-01 10:00:01', 'start-time': '2024-05-01 10:00:00', 'call-type': 'outgoing', 'virtual-number': '8000000101', disposition: 'answered' },

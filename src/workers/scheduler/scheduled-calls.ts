@@ -5,13 +5,12 @@
  * and the queue, so a restart or a kill -9 loses none and places none twice. An attempt due outside
  * the service's calling hours waits for the next opening (CONTRACT section 15).
  */
-import { randomUUID } from 'node:crypto';
 import type { Context } from '../../context.js';
 import { handleCommand, handleStreams, loadAggregate } from '../../commands/decider.js';
 import { scheduleDecider, type ScheduleState } from '../../commands/schedule/schedule.js';
 import { isEvent } from '../../domain/platform-events.js';
 import { streams } from '../../domain/streams.js';
-import { outboundCallStarted } from '../../commands/call/place.js';
+import { newCallId, outboundCallStarted } from '../../commands/call/place.js';
 import { callDecider, type CallState } from '../../commands/call/call.js';
 import { aggregateCache } from '../../commands/aggregate-cache.js';
 import { follow, type Follower } from '../follower.js';
@@ -69,7 +68,7 @@ async function placeAttempt(ctx: Context, id: string, attempt: number) {
       skillId: s.skillId,
       userId: s.userId,
       source: { kind: 'schedule', id, attempt },
-      xnid: randomUUID(),
+      xnid: newCallId(),
     });
     const events = scheduleDecider.decide({ type: 'PlaceAttempt', attempt, xnid: started.xnid, time: ctx.now() }, state);
     if (events.length === 0) return { appends: [], value: null };
