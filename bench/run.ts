@@ -357,6 +357,9 @@ const suites: Suite[] = [
  * Issue 11's table: each HTTP figure against the bare baseline of this run (a figure with errors is
  * left out); calls and deliveries have absolute targets.
  */
+/** The bare baseline when issue 11 was filed: its PATCH figure, ≈1,200/s, was 0.03 × bare. */
+const ISSUE_BARE = 40_000;
+
 function summary(): string {
   const bare = figures.bare;
   if (!bare) return '';
@@ -370,9 +373,16 @@ function summary(): string {
   ];
   const h = figures.history;
   if (h) rows.push([`command p50 at ${fmt(h.events)} events vs fresh`, `${f1(h.long.p50)} / ${f1(h.fresh.p50)} ms`, `${(h.long.p50 / h.fresh.p50).toFixed(2)} × fresh`, '≤ 1.5 × fresh']);
-  if (figures.calls !== undefined) rows.push(['complete simulated calls', `${f1(figures.calls)} calls/s`, '', '≥ 500 calls/s']);
-  if (figures.webhooks !== undefined) rows.push(['webhook deliveries', `${f1(figures.webhooks)} /s`, '', '≥ 5,000 /s']);
-  return `${table(rows)}\n  bare /ping: ${fmt(bare)} req/s in this run\n`;
+  // Absolute targets, shown also as ratios to this run's bare (3 decimals: they are small) beside the
+  // ratios they were when the issue set them (ISSUE_BARE): a slower machine slows both alike.
+  const r3 = (n: number) => `${(n / bare).toFixed(3)} × bare`;
+  if (figures.calls !== undefined) rows.push(['complete simulated calls', `${f1(figures.calls)} calls/s`, r3(figures.calls), `≥ 500 calls/s (${(500 / ISSUE_BARE).toFixed(4)} ×)`]);
+  if (figures.webhooks !== undefined) rows.push(['webhook deliveries', `${f1(figures.webhooks)} /s`, r3(figures.webhooks), `≥ 5,000 /s (${(5000 / ISSUE_BARE).toFixed(3)} ×)`]);
+  const note =
+    figures.calls !== undefined || figures.webhooks !== undefined
+      ? `  calls and deliveries: the issue's targets are absolute; in brackets, what they were as ratios to the bare baseline of the machine it was\n  measured on (≈${fmt(ISSUE_BARE)} req/s: its PATCH at ≈1,200/s was 0.03 × bare)\n`
+      : '';
+  return `${table(rows)}\n  bare /ping: ${fmt(bare)} req/s in this run\n${note}`;
 }
 
 async function main() {
