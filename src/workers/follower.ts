@@ -1,7 +1,8 @@
 /**
  * Follows the event log from a stored checkpoint and hands each event to a handler, at least once:
- * the checkpoint moves after the handler finished, so a crash replays the events since. Handlers must
- * be idempotent (they enqueue jobs with ids derived from the event, or append with expected revisions).
+ * the checkpoint moves after the handler finished, and what it held (Hold), so a crash replays the
+ * events since. Handlers must be idempotent (they enqueue jobs with ids derived from the event, or
+ * append with expected revisions).
  */
 import type { Context } from '../context.js';
 import type { Subscription } from '../gateways/event-store/port.js';
@@ -29,12 +30,19 @@ export interface FollowOptions {
   concurrency?: number;
 }
 
+/**
+ * Keeps the checkpoint at an event until `until` settles, without holding a handler's slot: work the
+ * handler started and left running (an HTTP attempt), which a crash must see again. When `until`
+ * rejects, the event is handled again, as when its handler throws.
+ */
+export type Hold = (until: Promise<unknown>) => void;
+
 /** Hands `handle` the events of `types` (typed), from the checkpoint `name`. */
 export async function follow<T extends EventType>(
   ctx: Context,
   name: string,
   types: readonly T[],
-  handle: (e: Recorded<T>) => Promise<void>,
+  handle: (e: Recorded<T>, hold: Hold) => Promise<void>,
   options: FollowOptions = {},
 ): Promise<Follower> {
   const concurrency = Math.max(1, options.concurrency ?? 1);
@@ -84,16 +92,31 @@ export async function follow<T extends EventType>(
     }
     if (moved) saveSoon();
   };
+  const freeSlot = () => {
+    running--;
+    slotFreed?.();
+  };
+  /** Handles the event until it succeeds (its holds included); its slot is freed once its handler returned or gave up. */
   const run = async (e: Recorded<T>) => {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await handle(e);
-        return;
-      } catch (err) {
-        ctx.logger.error({ err, worker: name, position: e.position, attempt }, 'worker failed on an event; retrying');
-        if (stopped) throw err;
-        await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** attempt)));
+    let slot = true;
+    try {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const held: Promise<unknown>[] = [];
+          await handle(e, (until) => void held.push(until));
+          if (slot) freeSlot();
+          slot = false;
+          if (held.length > 0) await Promise.all(held);
+          return;
+        } catch (err) {
+          // Stopping: the event is left for the next start, which handles it again.
+          if (stopped) throw err;
+          ctx.logger.error({ err, worker: name, position: e.position, attempt }, 'worker failed on an event; retrying');
+          await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** attempt)));
+        }
       }
+    } finally {
+      if (slot) freeSlot();
     }
   };
   const loop = (async () => {
@@ -111,18 +134,13 @@ export async function follow<T extends EventType>(
           const entry = { position: e.position, finished: false, done: Promise.resolve() };
           // A handler given up on at stop leaves its event unpassed: the next start handles it again.
           running++;
-          entry.done = run(e)
-            .then(
-              () => {
-                entry.finished = true;
-                advance();
-              },
-              () => undefined,
-            )
-            .finally(() => {
-              running--;
-              slotFreed?.();
-            });
+          entry.done = run(e).then(
+            () => {
+              entry.finished = true;
+              advance();
+            },
+            () => undefined,
+          );
           inFlight.push(entry);
           while (running >= concurrency) await new Promise<void>((r) => (slotFreed = r));
           slotFreed = null;

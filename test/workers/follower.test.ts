@@ -54,6 +54,39 @@ describe('follow', () => {
     expect(await reads.checkpoint('worker:test')).toBe(6);
   });
 
+  it('a held event keeps the checkpoint until what it holds settles, without holding a slot; a hold that rejects handles the event again', async () => {
+    const { events, ctx } = context();
+    for (let i = 0; i < 4; i++) await events.appendToStream(`s-${i}`, [{ type: 'SmsRequested', data: { i } }]);
+    const handled: number[] = [];
+    let release!: () => void;
+    let fail!: (err: Error) => void;
+    const follower = await follow(
+      ctx,
+      'held',
+      ['SmsRequested'],
+      async (e, hold) => {
+        handled.push(e.position);
+        // Position 1 holds its checkpoint twice over: once on work that fails, then on work that ends.
+        if (e.position !== 1) return;
+        const times = handled.filter((p) => p === 1).length;
+        hold(new Promise<void>((resolve, reject) => (times === 1 ? (fail = reject) : (release = resolve))));
+      },
+      { concurrency: 1 },
+    );
+    // With one slot, 2 to 4 are handled while 1's work runs: its handler returned, its slot is free.
+    await until(() => handled.length === 4, 'every event handled');
+    expect(handled).toEqual([1, 2, 3, 4]);
+    expect(follower.position).toBe(0);
+    // The work fails: the event is handled again, and holds the checkpoint again.
+    fail(new Error('lost'));
+    await until(() => handled.length === 5, 'the held event handled again');
+    expect(handled.at(-1)).toBe(1);
+    expect(follower.position).toBe(0);
+    release();
+    await until(() => follower.position === 4, 'the checkpoint to pass the held event and the ones after it');
+    await follower.stop();
+  });
+
   it('stores its checkpoint a few times a second, not once per event, and the exact position at stop', async () => {
     const { events, reads, ctx } = context();
     let commits = 0;
