@@ -7,6 +7,7 @@ import { startReceiver, type Receiver } from '../support/receiver.js';
 import { until } from '../support/until.js';
 import type { CallEndedData, WebhookRecord } from '../../src/domain/call-events.js';
 import { DeliveryPlanner } from '../../src/workers/delivery/planner.js';
+import { deliverySender } from '../../src/workers/delivery/sender.js';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
@@ -208,7 +209,8 @@ describe('webhooks', () => {
     const before = await deliveries(s);
     // A planner that believes it never ran: it sees every CallEnded and DeliveryRequested again.
     const reads = Object.assign(Object.create(s.platform.ctx.reads), { checkpoint: async () => 0, commit: async () => {} });
-    const replay = new DeliveryPlanner({ ...s.platform.ctx, reads });
+    const ctx = { ...s.platform.ctx, reads };
+    const replay = new DeliveryPlanner(ctx, deliverySender(ctx));
     await replay.start();
     const marker = await endCall(s);
     await deliveryOf(s, marker, 'delivered');

@@ -10,6 +10,7 @@ import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
 import { teamDoc } from '../support/fixtures.js';
 import { ADMIN_AUTH, OPS_AUTH, ServerProcess, basic, buildOnce, freePort, type Build } from '../support/process.js';
 import { until } from '../support/until.js';
+import { startReceiver } from '../support/receiver.js';
 
 let build: Build;
 const running: ServerProcess[] = [];
@@ -272,6 +273,47 @@ describe('kill -9 during a burst', () => {
       console.log(`kill -9 burst: ${[...ackedToggles.values()].reduce((a, b) => a + b, 0)} toggles, ${ackedCalls.length} calls, ${ackedSms.length} SMS acknowledged; none lost`);
     } finally {
       await events.close();
+    }
+  }, 120_000);
+});
+
+describe('kill -9 with first delivery attempts in flight', () => {
+  it('every finished call\'s webhook is delivered after the restart, once per call', async () => {
+    // The first process's POSTs hang: their attempts are in flight (in memory, no job) when it dies.
+    const rx = await startReceiver(() => 'hang');
+    try {
+      const dataDir = build.tempDir('data-');
+      const doc = teamDoc();
+      doc.services[0].webhook = { url: `${rx.url}/hook`, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' };
+      const env = { WEBHOOK_ALLOW_PRIVATE: 'true' };
+      const first = await start(dataDir, { ...env, PROVISION_FILE: build.writeJson(doc) });
+      const ops = (p: string, body: unknown) => first.fetch(p, { method: 'POST', headers: { ...OPS_AUTH, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const xnids: string[] = [];
+      for (let i = 0; i < 12; i++) {
+        const res = await ops('/ops/v1/simulator/inbound', { did: '8000000101', from: `98333${String(i).padStart(5, '0')}` });
+        expect(res.status).toBe(200);
+        const { xnid } = (await res.json()) as { xnid: string };
+        xnids.push(xnid);
+        expect((await ops('/ops/v1/simulator/hangup', { xnid, party: 'customer' })).status).toBe(200);
+      }
+      const posted = () => new Set(rx.received.map((r) => r.headers['webhook-id']));
+      await until(() => xnids.every((x) => posted().has(x)), 'every first attempt in flight', 20_000);
+      await first.kill9();
+      rx.respond = () => 200;
+      const before = rx.received.length;
+      const after = await start(dataDir, env);
+      const deliveries = async () => (await (await after.fetch('/ops/v1/deliveries?svc-id=101', { headers: OPS_AUTH })).json()) as { callid: string; status: string }[];
+      await until(async () => {
+        const delivered = new Set((await deliveries()).filter((d) => d.status === 'delivered').map((d) => d.callid));
+        return xnids.every((x) => delivered.has(x));
+      }, 'every webhook delivered after the restart', 20_000, 100);
+      // One delivery per call, each POSTed again once after the restart.
+      const callids = (await deliveries()).map((d) => d.callid).filter((c) => xnids.includes(c));
+      expect(callids.sort()).toEqual([...xnids].sort());
+      const again = rx.received.slice(before).map((r) => r.headers['webhook-id']).filter((id) => xnids.includes(id!));
+      expect(again.sort()).toEqual([...xnids].sort());
+    } finally {
+      await rx.close();
     }
   }, 120_000);
 });

@@ -63,26 +63,35 @@ export interface DeliveryState {
   status: DeliveryStatus;
   /** 0 for the first round; each redelivery adds one. */
   round: number;
+  /** Attempts in all rounds. */
   attempts: number;
+  /** Attempts of the current round: the next one is number roundAttempts + 1 of the retry schedule. */
+  roundAttempts: number;
 }
 
-export const deliveryInitialState = (): DeliveryState => ({ request: null, status: 'pending', round: 0, attempts: 0 });
+export const deliveryInitialState = (): DeliveryState => ({ request: null, status: 'pending', round: 0, attempts: 0, roundAttempts: 0 });
 
 /** The state with some fields changed, as one literal (V8 on Node 20 takes ~650 ns for `{ ...state, field }`). */
-const withDelivery = (s: DeliveryState, status: DeliveryStatus, request = s.request, round = s.round, attempts = s.attempts): DeliveryState => ({ request, status, round, attempts });
+const withDelivery = (s: DeliveryState, status: DeliveryStatus, request = s.request, round = s.round, attempts = s.attempts, roundAttempts = s.roundAttempts): DeliveryState => ({
+  request,
+  status,
+  round,
+  attempts,
+  roundAttempts,
+});
 
 export function evolveDelivery(state: DeliveryState, event: DeliveryEvent): DeliveryState {
   switch (event.type) {
     case 'DeliveryRequested':
       return withDelivery(state, 'pending', event.data);
     case 'DeliveryAttempted':
-      return withDelivery(state, event.data.error === null ? 'delivered' : state.status, state.request, state.round, state.attempts + 1);
+      return withDelivery(state, event.data.error === null ? 'delivered' : state.status, state.request, state.round, state.attempts + 1, state.roundAttempts + 1);
     case 'DeliverySucceeded':
       return withDelivery(state, 'delivered');
     case 'DeliveryFailed':
       return withDelivery(state, 'failed');
     case 'DeliveryRedeliveryRequested':
-      return withDelivery(state, 'pending', state.request, event.data.round);
+      return withDelivery(state, 'pending', state.request, event.data.round, state.attempts, 0);
     default:
       return state;
   }

@@ -2,7 +2,7 @@
 import type { Context } from '../../context.js';
 import type { HttpPoster } from '../../gateways/http-delivery/post.js';
 import { DeliveryPlanner } from './planner.js';
-import { DELIVERY_QUEUE, deliveryHandler, type DeliveryJob } from './sender.js';
+import { DELIVERY_QUEUE, deliverySender, type DeliveryJob } from './sender.js';
 
 /**
  * Delivery jobs running at once per worker process. Attempts are I/O, so slots are cheap; each
@@ -16,11 +16,12 @@ export interface DeliveryWorker {
 }
 
 export async function startDeliveryWorker(ctx: Context, options: { post?: HttpPoster } = {}): Promise<DeliveryWorker> {
-  ctx.queue.process<DeliveryJob>(DELIVERY_QUEUE, deliveryHandler(ctx, options.post), { concurrency: DELIVERY_CONCURRENCY });
-  const planner = new DeliveryPlanner(ctx);
+  const sender = deliverySender(ctx, options.post);
+  ctx.queue.process<DeliveryJob>(DELIVERY_QUEUE, sender.job, { concurrency: DELIVERY_CONCURRENCY });
+  const planner = new DeliveryPlanner(ctx, sender);
   await planner.start();
   return {
-    // Running jobs finish when the queue closes (after this), so their attempts are recorded.
+    // First attempts end with the planner (it holds them); running jobs when the queue closes (after this).
     stop: () => planner.stop(),
   };
 }

@@ -2,7 +2,12 @@
  * Delivery planner (process manager): follows the event log from its own checkpoint and
  * - for a `CallEnded` with a webhook record, whose service has a webhook, requests a webhook delivery;
  * - for a leg event, requests one delivery per matching `http`/`webhook` subscriber of the service;
- * - for `DeliveryRequested` / `DeliveryRedeliveryRequested`, enqueues the job that makes the attempts.
+ * - hands each delivery it requested to the sender for its first attempt at once, in memory, or (the
+ *   sender full) enqueues the job that makes the attempts;
+ * - for `DeliveryRequested` read back from the log, keeps its checkpoint there until that first
+ *   attempt is recorded (a crash meanwhile reads it again, and enqueues its job), and enqueues the job
+ *   of one it did not request itself (another process, an earlier run);
+ * - for `DeliveryRedeliveryRequested`, enqueues the job of the new round.
  * Delivery ids and their `DeliveryRequested` event ids derive from the causing event and job ids from
  * the delivery, so replaying any part of the log (a crash before the checkpoint moved) doubles nothing.
  * Who gets a delivery is decided on the read models as they are when the event is handled (they
@@ -10,7 +15,7 @@
  * subscribers, which matters only if they changed between the event and its replay.
  */
 import type { Context } from '../../context.js';
-import { follow, type Follower } from '../follower.js';
+import { follow, type Follower, type Hold } from '../follower.js';
 import { LEG_EVENT_TYPES, maskSelects, toSocketEvent, type LegEventType } from '../../domain/call-events.js';
 import type { Recorded } from '../../domain/platform-events.js';
 import { streams } from '../../domain/streams.js';
@@ -18,13 +23,14 @@ import { attemptDecider, deliveryIds, deliveryInitialState, evolveDelivery, type
 import { aggregateCache } from '../../commands/aggregate-cache.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import type { SubscriberDoc as SubscriberRecord } from '../../projections/subscribers.js';
-import { DELIVERY_QUEUE, serviceDoc, type DeliveryJob } from './sender.js';
+import type { AppendResult } from '../../gateways/event-store/port.js';
+import { DELIVERY_QUEUE, serviceDoc, type DeliveryJob, type DeliverySender } from './sender.js';
 import { peekable } from '../../gateways/read-store/port.js';
 import { orderedIdsFrom } from './id-order.js';
 
 export const PLANNER_CHECKPOINT = 'delivery-planner';
-/** Events the planner handles at once. */
-export const PLANNER_CONCURRENCY = 128;
+/** Events the planner handles at once (first attempts it started do not count: they are held, not handled). */
+export const PLANNER_CONCURRENCY = 512;
 
 /**
  * The fields of a subscriber document (read model `subscribers`, one per svc and agent) deliveries
@@ -54,22 +60,32 @@ export function subscriberWants(sub: SubscriberDoc, type: LegEventType, agentId:
 const PLANNED_TYPES = ['CallEnded', ...LEG_EVENT_TYPES, 'DeliveryRequested', 'DeliveryRedeliveryRequested'] as const;
 type Planned = Recorded<(typeof PLANNED_TYPES)[number]>;
 
-/** Deliveries whose first job this planner enqueued itself, remembered at most (a bounded set). */
-const ENQUEUED_MAX = 10_000;
+/** Deliveries this planner requested and has not read back yet, remembered at most (a bounded map). */
+const TAKEN_MAX = 50_000;
 
 export class DeliveryPlanner {
   private follower: Follower | null = null;
   /**
-   * Deliveries whose round-0 job was enqueued right after their DeliveryRequested append: their
-   * DeliveryRequested, read back from the log, enqueues nothing again. One forgotten (bound, restart)
-   * is enqueued again, which the job id makes harmless.
+   * Deliveries this planner requested, until their DeliveryRequested is read back from the log: the
+   * end of their first attempt (recorded, or a job after all), or of their job's enqueue. The read
+   * back holds the checkpoint until then, and enqueues nothing. One forgotten (bound, restart) is
+   * enqueued: its job waits for a first attempt still running here, then finds the round moved on.
    */
-  private readonly enqueued = new Set<string>();
+  private readonly taken = new Map<string, Promise<void>>();
   private readonly peek;
   /** Events from this position on get time-ordered delivery ids (id-order.ts). */
   private orderedFrom = Number.POSITIVE_INFINITY;
+  /**
+   * Events from this position on were stored after this planner started: no earlier run can have
+   * requested their deliveries. Only theirs get a first attempt in memory; an older event's delivery
+   * (a replay after a crash) may have been attempted already, which its job finds in the stream.
+   */
+  private freshFrom = Number.POSITIVE_INFINITY;
 
-  constructor(private readonly ctx: Context) {
+  constructor(
+    private readonly ctx: Context,
+    private readonly sender: DeliverySender,
+  ) {
     this.peek = peekable(ctx.reads);
   }
 
@@ -80,27 +96,36 @@ export class DeliveryPlanner {
 
   async start(): Promise<void> {
     this.orderedFrom = await orderedIdsFrom(this.ctx.events);
+    this.freshFrom = (await this.ctx.events.headPosition()) + 1;
     // Deliveries are independent: events read together are planned together, so their
     // DeliveryRequested appends share a commit and their jobs' enqueues share a sync.
     this.follower = await follow(
       this.ctx,
       PLANNER_CHECKPOINT,
       PLANNED_TYPES,
-      async (e) => {
-        await this.handle(e);
+      async (e, hold) => {
+        await this.handle(e, hold);
       },
       { concurrency: PLANNER_CONCURRENCY },
     );
   }
 
   async stop(): Promise<void> {
-    await this.follower?.stop();
+    // The follower first takes note that it stops: a first attempt given up then is not handled again here.
+    const stopped = this.follower?.stop();
+    this.sender.stop();
+    await stopped;
   }
 
-  private async handle(event: Planned): Promise<boolean> {
+  private async handle(event: Planned, hold: Hold): Promise<boolean> {
     if (event.type === 'CallEnded') return this.planWebhook(event);
     if (event.type === 'DeliveryRequested') {
-      if (!this.enqueued.delete(event.data.deliveryId)) await this.enqueue(event.data.deliveryId, 0);
+      const id = event.data.deliveryId;
+      const taken = this.taken.get(id);
+      this.taken.delete(id);
+      // Should the first attempt fail to be recorded, this event is handled again: then as one not taken.
+      if (taken) hold(taken);
+      else await this.enqueue(id, 0);
       return true;
     }
     if (event.type === 'DeliveryRedeliveryRequested') {
@@ -124,7 +149,7 @@ export class DeliveryPlanner {
     const service = found instanceof Promise ? await found : found;
     if (!service?.webhook?.url) return false;
     const deliveryId = deliveryIds.webhook(event.id, event.position >= this.orderedFrom);
-    await this.request({
+    await this.request(event.position >= this.freshFrom, {
       deliveryId,
       kind: 'webhook',
       svcId: call.svcId,
@@ -146,6 +171,7 @@ export class DeliveryPlanner {
     const body = JSON.stringify(toSocketEvent(event));
     // Every subscriber's delivery in one append (one commit), however many want the event.
     await this.request(
+      event.position >= this.freshFrom,
       ...wanted.map((s): DeliveryRequestedData => {
         const subscriber = { svcId: leg.svcId, agentId: Number(s.agent_id ?? 0), id: String(s.id) };
         const deliveryId = deliveryIds.subscriber(event.id, subscriber, event.position >= this.orderedFrom);
@@ -155,32 +181,54 @@ export class DeliveryPlanner {
     return true;
   }
 
-  private async request(...requests: DeliveryRequestedData[]) {
-    // 'any' with the deterministic event id: a replayed event stores nothing twice.
-    const results = await this.ctx.events.appendToStreams(
-      requests.map((data) => ({
-        streamId: streams.delivery(data.deliveryId),
-        events: [{ type: 'DeliveryRequested', data, id: deliveryIds.requestedEvent(data.deliveryId) }],
-        expectedRevision: 'any' as const,
-      })),
-    );
-    // The sender's first attempt starts from this state without reading the stream back. Only a
-    // stream this append started (revision 0): a replayed request leaves what is cached alone.
-    const cache = aggregateCache(this.ctx.events);
-    results.forEach((r, i) => {
-      if (r.nextExpectedRevision !== 0) return;
-      const state = evolveDelivery(deliveryInitialState(), { type: 'DeliveryRequested', data: requests[i]! });
-      cache.remember(streams.delivery(requests[i]!.deliveryId), attemptDecider, { state, revision: 0, position: r.position });
+  /** Requests the deliveries (one append), then makes their first attempts (`fresh`: a cause no earlier run saw) or enqueues their jobs. */
+  private async request(fresh: boolean, ...requests: DeliveryRequestedData[]) {
+    // Taken before the append: the requests may be read back from the log before it answers.
+    const ends = requests.map((r) => {
+      let end!: (p: Promise<void>) => void;
+      const taken = new Promise<void>((resolve) => (end = resolve));
+      // Its failure is for the read back to handle (hold), not an unhandled rejection meanwhile.
+      taken.catch(() => undefined);
+      this.taken.set(r.deliveryId, taken);
+      return end;
     });
-    // The jobs at once, not after the requests come back through the log: a delivery sooner, and
-    // one enqueue (a write and a sync of the job queue) instead of two. Their ids are remembered
-    // before the enqueue, as the requests may be read back from the log while it runs.
-    for (const r of requests) this.enqueued.add(r.deliveryId);
-    // The oldest go first (a Set keeps insertion order); no copy of the set: it is full under a backlog.
-    for (const id of this.enqueued) {
-      if (this.enqueued.size <= ENQUEUED_MAX) break;
-      this.enqueued.delete(id);
+    // The oldest go first (a Map keeps insertion order); no copy of the map: it is full under a backlog.
+    for (const id of this.taken.keys()) {
+      if (this.taken.size <= TAKEN_MAX) break;
+      this.taken.delete(id);
     }
-    await Promise.all(requests.map((r) => this.enqueue(r.deliveryId, 0)));
+    let results: AppendResult[];
+    try {
+      // 'any' with the deterministic event id: a replayed event stores nothing twice.
+      results = await this.ctx.events.appendToStreams(
+        requests.map((data) => ({
+          streamId: streams.delivery(data.deliveryId),
+          events: [{ type: 'DeliveryRequested', data, id: deliveryIds.requestedEvent(data.deliveryId) }],
+          expectedRevision: 'any' as const,
+        })),
+      );
+    } catch (err) {
+      for (const r of requests) this.taken.delete(r.deliveryId);
+      throw err;
+    }
+    const cache = aggregateCache(this.ctx.events);
+    const enqueued: Promise<void>[] = [];
+    results.forEach((r, i) => {
+      const req = requests[i]!;
+      // A stream this append started is at its first attempt. A replayed request's is for its job to
+      // judge from the stream (an idempotent append may answer the revision it had then).
+      if (fresh && r.nextExpectedRevision === 0 && this.sender.takesFirst(req.url)) {
+        const state = evolveDelivery(deliveryInitialState(), { type: 'DeliveryRequested', data: req });
+        // The attempt records on this state without reading the stream back.
+        cache.remember(streams.delivery(req.deliveryId), attemptDecider, { state, revision: 0, position: r.position });
+        ends[i]!(this.sender.first(state));
+        return;
+      }
+      const job = this.enqueue(req.deliveryId, 0);
+      ends[i]!(job);
+      enqueued.push(job);
+    });
+    // Jobs are durable before the causing event is passed (first attempts hold their DeliveryRequested).
+    await Promise.all(enqueued);
   }
 }
