@@ -13,8 +13,9 @@
  * Settings: BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50),
  * BENCH_ONLY (comma-separated scenario names; the baseline always runs), BENCH_SUITES
  * (comma-separated suite names, default all), BENCH_JSON=1 (also print the HTTP results as JSON),
- * BENCH_CALLS (2000) and BENCH_CALLS_WARMUP (400) for the calls suite, BENCH_WEBHOOKS (5000) for the
- * webhooks suite, BENCH_REPLAY_EVENTS (1000000) and BENCH_EXPORT_CALLS (100000) for the replay suite,
+ * BENCH_CALLS (2000) and BENCH_CALLS_WARMUP (400) for the calls suite, BENCH_WEBHOOKS (5000) and
+ * BENCH_WEBHOOKS_WARMUP (1000) for the webhooks suite, BENCH_REDIS_URL (the webhooks suite again with
+ * the job queue on BullMQ at that Redis), BENCH_REPLAY_EVENTS (1000000) and BENCH_EXPORT_CALLS (100000) for the replay suite,
  * BENCH_CPU_PROFILE=dir (a CPU profile of the servers per HTTP scenario, and of the calls and webhooks
  * suites whole).
  */
@@ -283,7 +284,7 @@ const f2 = (n: number) => fmt(n, 2);
 /** The calls and webhooks suites' work per unit besides the event store's appends. */
 const workLine = (w: WorkCounts) =>
   `jobs.db ${f2(w.queueWrites)} rows in ${f2(w.queueCommits)} commits, ${f2(w.queueSyncs)} fsyncs, ${f2(w.queueClaims)} claims; events decoded ${f1(w.subscriptionDecodes)} by subscriptions, ${f1(w.streamDecodes)} by stream reads` +
-  `${w.httpRequests ? `; ${f2(w.httpRequests)} HTTP requests` : ''}; platform thread busy ${Math.round(w.busy * 100)}%, ${fmt(w.cpuUs)} µs CPU each`;
+  `${w.httpRequests ? `; ${f2(w.httpRequests)} HTTP requests` : ''}; platform thread busy ${Math.round(w.busy * 100)}%, ${fmt(w.cpuUs)} µs CPU each (${fmt(w.processCpuUs)} µs of the process)`;
 
 const suites: Suite[] = [
   { name: 'http', run: httpSuite },
@@ -326,9 +327,17 @@ const suites: Suite[] = [
     name: 'webhooks',
     run: async () => {
       const warmup = envInt('BENCH_WEBHOOKS_WARMUP', 1000);
-      const r = await benchWebhooks({ calls: envInt('BENCH_WEBHOOKS', 5000), warmup });
+      const calls = envInt('BENCH_WEBHOOKS', 5000);
+      const r = await benchWebhooks({ calls, warmup });
       figures.webhooks = r.perSecond;
-      return `${table([['webhook deliveries', 'per second', 'p50 ms', 'p99 ms'], [r.name, f1(r.perSecond), f1(r.p50), f1(r.p99)]])}\n  signed POSTs to a local receiver (a bare parser in a worker thread), from the CallEnded append to receipt, after ${fmt(warmup)} warm-up deliveries; per delivery ${f1(r.appendsPerDelivery)} appends in ${f1(r.commitsPerDelivery)} commits and ${f1(r.syncsPerDelivery)} fsyncs of the event store\n  ${workLine(r.work)}\n`;
+      const rows = [['webhook deliveries', 'per second', 'p50 ms', 'p99 ms'], [r.name, f1(r.perSecond), f1(r.p50), f1(r.p99)]];
+      // BENCH_REDIS_URL: the same on BullMQ, as production runs the job queue (the summary keeps the embedded figure).
+      const redisUrl = process.env.BENCH_REDIS_URL;
+      const onRedis = redisUrl ? await benchWebhooks({ calls, warmup, redisUrl }) : null;
+      if (onRedis) rows.push([`${onRedis.name}, job queue on BullMQ`, f1(onRedis.perSecond), f1(onRedis.p50), f1(onRedis.p99)]);
+      return `${table(rows)}\n  signed POSTs to a local receiver (a bare parser in a worker thread), from the CallEnded append to receipt, after ${fmt(warmup)} warm-up deliveries; per delivery ${f1(r.appendsPerDelivery)} appends in ${f1(r.commitsPerDelivery)} commits and ${f1(r.syncsPerDelivery)} fsyncs of the event store\n  ${workLine(r.work)}\n${
+        onRedis ? `  on BullMQ: platform thread busy ${Math.round(onRedis.work.busy * 100)}%, ${fmt(onRedis.work.cpuUs)} µs CPU each (${fmt(onRedis.work.processCpuUs)} µs of the process)\n` : ''
+      }`;
     },
   },
   {

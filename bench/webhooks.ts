@@ -11,6 +11,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
+import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config.js';
 import { createPlatform } from '../src/platform.js';
 import { newCallId } from '../src/commands/call/place.js';
@@ -50,6 +51,8 @@ export interface WorkCounts {
   busy: number;
   /** CPU time of the platform's thread per unit, in microseconds (what a loaded machine does not inflate). */
   cpuUs: number;
+  /** CPU time of the whole process per unit (its other threads too: POSTs, the receiver, V8's compiler and GC). */
+  processCpuUs: number;
 }
 
 /** Commit and append counts of the embedded event store (zeros for another adapter). */
@@ -70,7 +73,7 @@ export function threadCpuMs(): number {
 export function workSnapshot(events: EventStore, queue: JobQueue) {
   const q = { commits: 0, writes: 0, claims: 0, syncs: 0, ...(queue as { stats?: object }).stats };
   const store = storeStats(events);
-  return { store, queue: q, decoded: store.decoded, folded: aggregateCache(events).eventsFolded, elu: performance.eventLoopUtilization(), cpuMs: threadCpuMs() };
+  return { store, queue: q, decoded: store.decoded, folded: aggregateCache(events).eventsFolded, elu: performance.eventLoopUtilization(), cpuMs: threadCpuMs(), cpu: process.cpuUsage() };
 }
 
 /** The work between two snapshots, per unit (call or delivery). */
@@ -86,6 +89,7 @@ export function workPer(before: ReturnType<typeof workSnapshot>, after: ReturnTy
     httpRequests: httpRequests / units,
     busy: performance.eventLoopUtilization(after.elu, before.elu).utilization,
     cpuUs: (1000 * (after.cpuMs - before.cpuMs)) / units,
+    processCpuUs: (after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system) / units,
   };
 }
 
@@ -129,7 +133,7 @@ export interface WindowHooks {
  * process whose delivery path V8 has already compiled, as in a server that has been up a while
  * (the HTTP and calls suites warm up too). 0 measures a cold process.
  */
-export async function benchWebhooks(options: { calls?: number; warmup?: number; window?: WindowHooks } = {}): Promise<BenchResult> {
+export async function benchWebhooks(options: { calls?: number; warmup?: number; window?: WindowHooks; redisUrl?: string } = {}): Promise<BenchResult> {
   const calls = options.calls ?? 2000;
   const warmup = options.warmup ?? 0;
   const appendedAt = new Map<string, number>();
@@ -138,9 +142,11 @@ export async function benchWebhooks(options: { calls?: number; warmup?: number; 
   const now = () => performance.timeOrigin + performance.now();
 
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ct-bench-webhooks-'));
+  // On BullMQ, keys of this run's own (removed after it).
+  const redisPrefix = options.redisUrl ? `ct-bench-${path.basename(dataDir)}` : undefined;
   let stopPlatform: (() => Promise<void>) | null = null;
   try {
-    const config = loadConfig({ EMBEDDED_THREADS: process.env.EMBEDDED_THREADS, PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, OPERATOR_TOKEN: 'bench', LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE: 'true', ROLES: 'worker,projector' });
+    const config = loadConfig({ EMBEDDED_THREADS: process.env.EMBEDDED_THREADS, PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, OPERATOR_TOKEN: 'bench', LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE: 'true', ROLES: 'worker,projector', REDIS_URL: options.redisUrl, REDIS_PREFIX: redisPrefix });
     const platform = await createPlatform(config, { logger: pino({ level: 'silent' }) });
     stopPlatform = () => platform.stop();
     await platform.start();
@@ -208,5 +214,20 @@ export async function benchWebhooks(options: { calls?: number; warmup?: number; 
     await stopPlatform?.();
     await receiver.stop();
     rmSync(dataDir, { recursive: true, force: true });
+    if (options.redisUrl && redisPrefix) await removeKeys(options.redisUrl, `${redisPrefix}:*`);
+  }
+}
+
+async function removeKeys(url: string, pattern: string): Promise<void> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    for (let cursor = '0'; ; ) {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      if ((cursor = next) === '0') break;
+    }
+  } finally {
+    redis.disconnect();
   }
 }
