@@ -1,7 +1,7 @@
-/** postJson: one signed POST as the URL says (parsed once per URL), and the refusals before any connection. */
+/** postJson: one signed POST as the URL says (parsed once per URL), the refusals before any connection, and the pool's limit per receiver. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { postJson } from '../../src/gateways/http-delivery/post.js';
+import { CONNECTIONS_PER_RECEIVER, isReceiverBusy, postJson } from '../../src/gateways/http-delivery/post.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 
 describe('postJson', () => {
@@ -35,6 +35,27 @@ describe('postJson', () => {
     const got = rx.received.at(-1)!;
     expect(got.headers).toMatchObject({ 'x-extra': '1', 'webhook-id': 'c-1', 'webhook-timestamp': '1700000000' });
     expect(got.headers['webhook-signature']).toBe(new Webhook(secret).sign('c-1', new Date(1_700_000_000_000), body));
+  });
+
+  it('holds POSTs beyond the connections to one receiver in its pool: each waits for a connection within the time limit, then has the limit for itself', async () => {
+    const slow = await startReceiver((r) => (r.path.startsWith('/hang') ? 'hang' : 200));
+    try {
+      const answered = (path: string, ms: number) => postJson(`${slow.url}${path}`, '{}', { timeoutMs: ms, allowPrivate: true });
+      const hanging = Array.from({ length: CONNECTIONS_PER_RECEIVER }, (_, i) => answered(`/hang/${i}`, 600).catch((err: Error) => err));
+      // Every connection hangs: one more gets none within its limit, and is never sent.
+      const waited = await answered('/never', 300).catch((err: Error) => err);
+      expect(isReceiverBusy(waited)).toBe(true);
+      expect((waited as Error).message).toBe('receiver busy: no connection to it came free within 300 ms');
+      expect(slow.received.some((r) => r.path === '/never')).toBe(false);
+      // One that waits longer than the hanging ones take to time out gets a connection, and its answer.
+      const next = answered('/next', 2000);
+      const outcomes = await Promise.all(hanging);
+      for (const o of outcomes) expect((o as Error).message).toBe('timed out after 600 ms');
+      expect((await next).statusCode).toBe(200);
+      expect(slow.received.filter((r) => r.path.startsWith('/hang'))).toHaveLength(CONNECTIONS_PER_RECEIVER);
+    } finally {
+      await slow.close();
+    }
   });
 
   it('refuses a bad URL, another scheme, and a private address literal unless allowed, every time it is asked', async () => {

@@ -1,6 +1,6 @@
 /**
  * The delivery poster's thread (the built code: a worker thread cannot load the TypeScript sources):
- * POSTs handed over together come back each with its own outcome (signed there when asked), refusals and time limits read as
+ * POSTs handed over together come back each with its own outcome (signed there when asked), refusals, time limits and a busy receiver read as
  * postJson's own, and an idle poster thread keeps no process alive.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +10,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Webhook } from 'standardwebhooks';
 import { buildOnce, type Build } from '../support/build.js';
+import { CONNECTIONS_PER_RECEIVER } from '../../src/gateways/http-delivery/post.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -40,6 +41,10 @@ describe('threaded delivery poster (built)', () => {
       out.refusedHere = await outcome(postJson(url + '/hook/0', '{}', opts({ allowPrivate: false })));
       out.invalid = await outcome(post('nope', '{}', opts()));
       out.timeout = await outcome(post(url + '/hang', '{}', opts({ timeoutMs: 300 })));
+      // Every connection to the receiver taken: one more is never sent, and says so by its error's name.
+      const held = Array.from({ length: ${CONNECTIONS_PER_RECEIVER} }, () => post(url + '/hang', '{}', opts({ timeoutMs: 1500 })).catch(() => undefined));
+      out.busy = await post(url + '/hang', '{}', opts({ timeoutMs: 300 })).then(() => 'answered', (e) => e.name + ': ' + e.message);
+      await Promise.all(held);
       process.stdout.write(JSON.stringify(out));`;
     const file = path.join(build.work, 'poster-run.mjs');
     writeFileSync(file, script);
@@ -58,5 +63,6 @@ describe('threaded delivery poster (built)', () => {
     expect(out.refused).toBe(out.refusedHere);
     expect(out.invalid).toBe('error: invalid URL: nope');
     expect(out.timeout).toBe('error: timed out after 300 ms');
+    expect(out.busy).toBe('ReceiverBusyError: receiver busy: no connection to it came free within 300 ms');
   }, 60_000);
 });

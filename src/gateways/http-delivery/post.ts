@@ -20,6 +20,19 @@ export interface PostOptions {
   sign?: { secret: string; id: string; timestampS: number };
 }
 
+/**
+ * No connection to the receiver came free within the time limit (its pool's connections all busy):
+ * nothing was sent. Known by its name too, as the poster's thread hands errors back as name and message.
+ */
+export class ReceiverBusyError extends Error {
+  constructor(timeoutMs: number) {
+    super(`receiver busy: no connection to it came free within ${timeoutMs} ms`);
+    this.name = 'ReceiverBusyError';
+  }
+}
+
+export const isReceiverBusy = (err: unknown): boolean => err instanceof Error && err.name === 'ReceiverBusyError';
+
 /** The receiver answered (any status). Network errors, timeouts and refusals throw instead. */
 export interface PostResult {
   statusCode: number;
@@ -32,9 +45,14 @@ export type HttpPoster = (url: string, body: string, options: PostOptions) => Pr
  * each. A pooled socket's address was checked by the guarded lookup when it connected; the pools are
  * kept apart by `allowPrivate`, so a socket allowed by one setting never serves the other.
  */
-// As many idle sockets kept as may be busy (the sender's limit per receiver): with fewer, a busy
-// receiver's connections beyond them were closed after each answer and opened again for the next.
-const poolOptions = { keepAlive: true, maxSockets: 64, maxFreeSockets: 64, timeout: 30_000 };
+/**
+ * Connections to one receiver at once. POSTs beyond them wait in the pool, on the thread that posts,
+ * and take a connection the moment one is free (ReceiverBusyError when none is within the time limit).
+ */
+export const CONNECTIONS_PER_RECEIVER = 64;
+// As many idle sockets kept as may be busy: with fewer, a busy receiver's connections beyond them
+// were closed after each answer and opened again for the next.
+const poolOptions = { keepAlive: true, maxSockets: CONNECTIONS_PER_RECEIVER, maxFreeSockets: CONNECTIONS_PER_RECEIVER, timeout: 30_000 };
 const pools = {
   http: [new http.Agent(poolOptions), new http.Agent(poolOptions)],
   https: [new https.Agent(poolOptions), new https.Agent(poolOptions)],
@@ -127,11 +145,16 @@ export const postJson: HttpPoster = (url, body, options) =>
         res.on('error', (err) => finish(err));
       },
     );
-    const timer = setTimeout(() => {
-      const err = new Error(`timed out after ${options.timeoutMs} ms`);
+    // First the wait for a connection, then the attempt itself: each within the time limit.
+    const fail = (err: Error) => () => {
       req.destroy(err);
       finish(err);
-    }, options.timeoutMs);
+    };
+    let timer = setTimeout(fail(new ReceiverBusyError(options.timeoutMs)), options.timeoutMs);
+    req.once('socket', () => {
+      clearTimeout(timer);
+      if (!settled) timer = setTimeout(fail(new Error(`timed out after ${options.timeoutMs} ms`)), options.timeoutMs);
+    });
     req.on('error', (err) => finish(err));
     req.end(payload);
   });

@@ -12,7 +12,7 @@ import { Worker, isMainThread, parentPort, workerData } from 'node:worker_thread
 import { postJson, type HttpPoster, type PostOptions, type PostResult } from './post.js';
 
 type Request = [id: number, url: string, body: string, options: PostOptions];
-type Outcome = [id: number, statusCode: number, error: null] | [id: number, statusCode: 0, error: string];
+type Outcome = [id: number, statusCode: number, error: null] | [id: number, statusCode: 0, error: string, name?: string];
 
 const WORKER_TASK = 'http-delivery-poster';
 
@@ -61,13 +61,15 @@ class PosterThread {
     return worker;
   }
 
-  private settle([id, statusCode, error]: Outcome) {
+  private settle([id, statusCode, error, name]: Outcome) {
     const p = this.pending.get(id);
     if (!p) return;
     this.pending.delete(id);
     if (this.pending.size === 0) this.worker?.unref();
-    if (error === null) p.resolve({ statusCode });
-    else p.reject(new Error(error));
+    if (error === null) return p.resolve({ statusCode });
+    const err = new Error(error);
+    if (name) err.name = name;
+    p.reject(err);
   }
 }
 
@@ -97,7 +99,7 @@ if (!isMainThread && (workerData as { task?: string } | null)?.task === WORKER_T
     for (const [id, url, body, options] of batch) {
       postJson(url, body, options).then(
         (r) => send([id, r.statusCode, null]),
-        (err: unknown) => send([id, 0, err instanceof Error ? err.message : String(err)]),
+        (err: unknown) => send(err instanceof Error ? [id, 0, err.message, err.name] : [id, 0, String(err)]),
       );
     }
   });

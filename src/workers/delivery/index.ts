@@ -2,14 +2,14 @@
 import type { Context } from '../../context.js';
 import type { HttpPoster } from '../../gateways/http-delivery/post.js';
 import { DeliveryPlanner } from './planner.js';
-import { DELIVERY_QUEUE, deliverySender, type DeliveryJob } from './sender.js';
+import { DELIVERY_QUEUE, PER_RECEIVER_CONCURRENCY, deliverySender, type DeliveryJob } from './sender.js';
 
 /**
  * Delivery jobs running at once per worker process. Attempts are I/O, so slots are cheap; each
- * receiver gets at most PER_RECEIVER_CONCURRENCY of them (sender.ts), so a receiver that hangs
- * cannot hold up the others.
+ * receiver gets at most PER_RECEIVER_CONCURRENCY of them (sender.ts), a quarter, so a receiver that
+ * hangs cannot hold up the others.
  */
-export const DELIVERY_CONCURRENCY = 256;
+export const DELIVERY_CONCURRENCY = 4 * PER_RECEIVER_CONCURRENCY;
 
 export interface DeliveryWorker {
   stop(): Promise<void>;
