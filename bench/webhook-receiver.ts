@@ -5,7 +5,8 @@
  * so the bench measures the platform, not a receiver sharing its two cores: on node's http server
  * the receiver cost about as much CPU per delivery as the sender. It records when each webhook id
  * first arrived (on the clock `performance.timeOrigin + performance.now()`, the same in every
- * thread) and, once `expected` distinct ids arrived, posts them all to the parent in one message.
+ * thread) and, once `expected` distinct ids arrived, posts them all to the parent in one message
+ * (the parent may then ask for more: `{ expect: n }`, n counting every id since the start).
  */
 import net from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -35,13 +36,21 @@ export interface ReceiverOptions {
   expected: number;
 }
 
-/** Starts the receiver; resolves with its port. `onAll` gets [id, first arrival][] and the requests seen once `expected` ids arrived. */
+/**
+ * Starts the receiver; resolves with its port. `onAll` gets [id, first arrival][] and the requests
+ * seen once `expected` ids arrived, and again once as many as `expect(n)` asks for did.
+ */
 export function startReceiver(
   options: ReceiverOptions,
   onAll: (arrivals: [string, number][], requests: number) => void,
-): Promise<{ port: number; close: () => void; requests: () => number }> {
+): Promise<{ port: number; close: () => void; requests: () => number; expect: (n: number) => void }> {
   const arrivals = new Map<string, number>();
   let requests = 0;
+  let expected = options.expected;
+  const expect = (n: number) => {
+    expected = n;
+    if (arrivals.size >= n) onAll([...arrivals], requests);
+  };
   const server = net.createServer((socket) => {
     socket.setNoDelay(true);
     let pending: Buffer = Buffer.alloc(0);
@@ -54,7 +63,7 @@ export function startReceiver(
         requests++;
         if (r.webhookId !== null && !arrivals.has(r.webhookId)) {
           arrivals.set(r.webhookId, performance.timeOrigin + performance.now());
-          if (arrivals.size === options.expected) onAll([...arrivals], requests);
+          if (arrivals.size === expected) onAll([...arrivals], requests);
         }
       }
       if (answers === 1) socket.write(OK);
@@ -63,7 +72,7 @@ export function startReceiver(
     socket.on('error', () => socket.destroy());
   });
   return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve({ port: (server.address() as net.AddressInfo).port, close: () => server.close(), requests: () => requests })),
+    server.listen(0, '127.0.0.1', () => resolve({ port: (server.address() as net.AddressInfo).port, close: () => server.close(), requests: () => requests, expect })),
   );
 }
 
@@ -71,7 +80,10 @@ export function startReceiver(
 if (parentPort && (workerData as { receiver?: ReceiverOptions } | null)?.receiver) {
   const port = parentPort;
   const r = await startReceiver((workerData as { receiver: ReceiverOptions }).receiver, (arrivals, requests) => port.postMessage({ arrivals, requests }));
-  // 'requests': how many requests so far (the parent's count at the end of a warm-up).
-  port.on('message', (m: unknown) => m === 'requests' && port.postMessage({ requestsSoFar: r.requests() }));
+  // 'requests': how many requests so far (the parent's count at the end of a warm-up); { expect }: the next count to post the arrivals at.
+  port.on('message', (m: unknown) => {
+    if (m === 'requests') port.postMessage({ requestsSoFar: r.requests() });
+    else if (typeof m === 'object' && m !== null && 'expect' in m) r.expect((m as { expect: number }).expect);
+  });
   port.postMessage({ port: r.port });
 }

@@ -23,6 +23,8 @@ import type { JobQueue } from '../src/gateways/queue/port.js';
 
 export interface BenchResult {
   name: string;
+  /** Deliveries the platform made before this round (its warm-up). */
+  after: number;
   /** Event-store appends and commits per delivery, from the CallEnded on. */
   appendsPerDelivery: number;
   commitsPerDelivery: number;
@@ -95,31 +97,36 @@ export function workPer(before: ReturnType<typeof workSnapshot>, after: ReturnTy
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 
-/** The receiver in its worker thread: its port, and the arrivals once every delivery came. */
-async function startReceiverWorker(expected: number): Promise<{
+/** The receiver in its worker thread: its port, and the arrivals once as many deliveries as expected came. */
+async function startReceiverWorker(): Promise<{
   url: string;
-  arrived: Promise<{ arrivals: [string, number][]; requests: number }>;
+  /** Resolves with every arrival so far once `n` ids in all arrived. */
+  arrivals: (n: number) => Promise<{ arrivals: [string, number][]; requests: number }>;
   requestsSoFar: () => Promise<number>;
   stop: () => Promise<void>;
 }> {
-  const worker = new Worker(new URL('./webhook-receiver.js', import.meta.url), { workerData: { receiver: { expected } } });
-  let arrived!: (a: { arrivals: [string, number][]; requests: number }) => void;
-  const all = new Promise<{ arrivals: [string, number][]; requests: number }>((r) => (arrived = r));
+  const worker = new Worker(new URL('./webhook-receiver.js', import.meta.url), { workerData: { receiver: { expected: Number.MAX_SAFE_INTEGER } } });
+  let arrived: ((a: { arrivals: [string, number][]; requests: number }) => void) | null = null;
   const counts: ((n: number) => void)[] = [];
   const port = await new Promise<number>((resolve, reject) => {
     worker.on('message', (m: { port?: number; arrivals?: [string, number][]; requests?: number; requestsSoFar?: number }) => {
       if (m.port !== undefined) resolve(m.port);
-      if (m.arrivals) arrived({ arrivals: m.arrivals, requests: m.requests ?? 0 });
+      if (m.arrivals) arrived?.({ arrivals: m.arrivals, requests: m.requests ?? 0 });
       if (m.requestsSoFar !== undefined) counts.shift()?.(m.requestsSoFar);
     });
     worker.once('error', reject);
   });
+  const arrivals = (n: number) =>
+    new Promise<{ arrivals: [string, number][]; requests: number }>((resolve) => {
+      arrived = resolve;
+      worker.postMessage({ expect: n });
+    });
   const requestsSoFar = () =>
     new Promise<number>((resolve) => {
       counts.push(resolve);
       worker.postMessage('requests');
     });
-  return { url: `http://127.0.0.1:${port}/hook`, arrived: all, requestsSoFar, stop: async () => void (await worker.terminate()) };
+  return { url: `http://127.0.0.1:${port}/hook`, arrivals, requestsSoFar, stop: async () => void (await worker.terminate()) };
 }
 
 /** Called when the measured part starts and when it ends (a profiler, say). */
@@ -129,15 +136,16 @@ export interface WindowHooks {
 }
 
 /**
- * `warmup` deliveries first, on the same platform, measured not at all: what is measured is a
- * process whose delivery path V8 has already compiled, as in a server that has been up a while
- * (the HTTP and calls suites warm up too). 0 measures a cold process.
+ * Rounds of `calls` deliveries measured on one platform, each after as many deliveries in all as
+ * `after` says (default [0]: one round on a cold process): the ones before it are a warm-up, not
+ * measured, so a round measures a process whose delivery path V8 has compiled that far, as in a
+ * server that has been up a while (the HTTP and calls suites warm up too).
  */
-export async function benchWebhooks(options: { calls?: number; warmup?: number; window?: WindowHooks; redisUrl?: string } = {}): Promise<BenchResult> {
+export async function benchWebhooks(options: { calls?: number; after?: number[]; window?: WindowHooks; redisUrl?: string } = {}): Promise<BenchResult[]> {
   const calls = options.calls ?? 2000;
-  const warmup = options.warmup ?? 0;
+  const after = options.after ?? [0];
   const appendedAt = new Map<string, number>();
-  const receiver = await startReceiverWorker(warmup + calls);
+  const receiver = await startReceiverWorker();
   const receiverUrl = receiver.url;
   const now = () => performance.timeOrigin + performance.now();
 
@@ -165,7 +173,7 @@ export async function benchWebhooks(options: { calls?: number; warmup?: number; 
       for await (const e of sub) if (e.type === 'DeliveryAttempted' && (e.data as { error: unknown }).error === null && ++succeeded === roundEnd) roundRecorded();
     })();
     const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`webhooks bench: not every delivery arrived in 120 s`)), 120_000).unref());
-    /** Appends `n` CallEnded at once, as a busy minute's finished calls would be (the appends share commits). */
+    /** Appends `n` CallEnded at once, as a busy minute's finished calls would be (the appends share commits); resolves once each is delivered. */
     const round = async (n: number) => {
       roundEnd = succeeded + n;
       const recorded = new Promise<void>((r) => (roundRecorded = r));
@@ -182,33 +190,38 @@ export async function benchWebhooks(options: { calls?: number; warmup?: number; 
       await Promise.all(appends);
       return recorded;
     };
-    if (warmup > 0) await Promise.race([round(warmup), timeout]);
-    const warmupRequests = warmup > 0 ? await receiver.requestsSoFar() : 0;
-    const warmed = new Set(appendedAt.keys());
-    await options.window?.start?.();
-    const start = now();
-    const before = workSnapshot(platform.ctx.events, platform.ctx.queue);
-    const recorded = round(calls);
-    const all = await Promise.race([receiver.arrived, timeout]);
-    await Promise.race([recorded, timeout]);
-    const arrivals = all.arrivals.filter(([id]) => !warmed.has(id));
-    const requests = all.requests - warmupRequests;
-    const after = workSnapshot(platform.ctx.events, platform.ctx.queue);
-    await options.window?.end?.();
+    const results: BenchResult[] = [];
+    for (const point of after) {
+      if (point > appendedAt.size) await Promise.race([round(point - appendedAt.size), timeout]);
+      const requestsBefore = appendedAt.size > 0 ? await receiver.requestsSoFar() : 0;
+      const warmed = new Set(appendedAt.keys());
+      await options.window?.start?.();
+      const start = now();
+      const before = workSnapshot(platform.ctx.events, platform.ctx.queue);
+      const arrived = receiver.arrivals(appendedAt.size + calls);
+      const recorded = round(calls);
+      const all = await Promise.race([arrived, timeout]);
+      await Promise.race([recorded, timeout]);
+      const arrivals = all.arrivals.filter(([id]) => !warmed.has(id));
+      const ended = workSnapshot(platform.ctx.events, platform.ctx.queue);
+      await options.window?.end?.();
+      const latencies = arrivals.map(([id, at]) => at - appendedAt.get(id)!).sort((a, b) => a - b);
+      const lastArrival = Math.max(...arrivals.map(([, at]) => at));
+      results.push({
+        appendsPerDelivery: (ended.store.appends - before.store.appends) / calls,
+        commitsPerDelivery: (ended.store.commits - before.store.commits) / calls,
+        syncsPerDelivery: (ended.store.syncs - before.store.syncs) / calls,
+        work: workPer(before, ended, calls, all.requests - requestsBefore),
+        name: 'webhook deliveries',
+        after: point,
+        perSecond: Math.round((calls / (lastArrival - start)) * 1000),
+        p50: Math.round(quantile(latencies, 0.5) * 10) / 10,
+        p99: Math.round(quantile(latencies, 0.99) * 10) / 10,
+      });
+    }
     sub.close();
     await watching;
-    const latencies = arrivals.map(([id, at]) => at - appendedAt.get(id)!).sort((a, b) => a - b);
-    const lastArrival = Math.max(...arrivals.map(([, at]) => at));
-    return {
-      appendsPerDelivery: (after.store.appends - before.store.appends) / calls,
-      commitsPerDelivery: (after.store.commits - before.store.commits) / calls,
-      syncsPerDelivery: (after.store.syncs - before.store.syncs) / calls,
-      work: workPer(before, after, calls, requests),
-      name: 'webhook deliveries',
-      perSecond: Math.round((calls / (lastArrival - start)) * 1000),
-      p50: Math.round(quantile(latencies, 0.5) * 10) / 10,
-      p99: Math.round(quantile(latencies, 0.99) * 10) / 10,
-    };
+    return results;
   } finally {
     // The receiver's thread too when the platform never started: a thread left running keeps the bench from exiting.
     await stopPlatform?.();
