@@ -68,7 +68,8 @@ export const PER_RECEIVER_CONCURRENCY = 4 * CONNECTIONS_PER_RECEIVER;
 /**
  * Bounds the attempts in flight to each receiver, so one that hangs occupies at most
  * PER_RECEIVER_CONCURRENCY of the sender's slots and others keep being delivered on time. An attempt
- * that cannot start within the attempt time limit fails like a timeout and is retried on schedule.
+ * that cannot start within the attempt time limit was never sent: a first attempt becomes a job, a
+ * job's attempt fails ("receiver busy") and is retried on schedule.
  */
 class ReceiverGate {
   private readonly inFlight = new Map<string, number>();
