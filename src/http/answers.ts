@@ -101,7 +101,7 @@ export const subscriberRecord = obj({
   channel_type: str,
   register_time: int,
   updated_time: int,
-  event_mask: { type: 'string', description: 'six 0/1 digits: CustomerRing, CustomerUp, CustomerHangup, AgentRing, AgentUp, AgentHangup' },
+  event_mask: { type: 'integer', description: 'the six 0/1 digits of CustomerRing, CustomerUp, CustomerHangup, AgentRing, AgentUp, AgentHangup read as a decimal integer (000010 is 10)' },
   custom_event: nullable(str),
 }, 'subscriber record');
 

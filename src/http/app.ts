@@ -19,6 +19,7 @@ import type { ErrorObject } from 'ajv';
 import { operatorTokenCheck } from './auth/operator-token.js';
 import { lazyChildLogger, registerObservability, requestId } from './observability.js';
 import { catchUpBatches } from './catch-up.js';
+import { documentAsServed, type OpenApiDocument } from './openapi-document.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -111,6 +112,7 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
   await app.register(swagger, {
     // Shared schemas keep their names in components.schemas (ErrorBody).
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transformObject: (d) => ('openapiObject' in d ? documentAsServed(d.openapiObject as OpenApiDocument) : d.swaggerObject) as never,
     openapi: {
       info: { title: 'cloud-telephony HTTP API', version: '1.0' },
       components: {

@@ -123,6 +123,8 @@ const ERROR_WHEN: Record<number, string> = {
   409: 'CONFLICT: the state forbids it',
   413: 'PAYLOAD_TOO_LARGE: a body or upload over its limit',
   429: 'RATE_LIMITED: over a rate or OTP limit; Retry-After says when to try again',
+  414: 'INVALID_PARAMETER: the URL (path and query) is too long',
+  415: 'INVALID_PARAMETER: the body is in a media type the operation does not read',
   503: 'UNAVAILABLE: a backing store is unreachable; nothing was half-done',
 };
 
@@ -156,14 +158,17 @@ function responses(def: RouteDef<ParamSpecs>): Record<string, unknown> {
     out[200] = { description: r.description, content: Object.fromEntries(Object.entries(r.content).map(([type, schema]) => [type, { schema }])) };
   } else if (r && 'text' in r) {
     const schema: JsonSchema = { type: 'string' };
-    if (r.example !== undefined) schema.examples = [r.example];
+    if (r.example !== undefined) schema.example = r.example;
     out[200] = { description: r.text, content: { 'text/plain': { schema } } };
   } else if (r) {
     out[200] = { description: r.description ?? 'Success', ...r.json };
   } else {
     out[200] = { description: 'Success', type: 'object', additionalProperties: true };
   }
-  for (const status of def.errors ?? defaultErrors(def.method, def.auth)) {
+  // Any request may be refused before its route runs: a URL over the limit (414) or, with a body,
+  // a media type no parser reads (415).
+  const early = def.method === 'GET' || def.method === 'DELETE' ? [414] : [414, 415];
+  for (const status of [...(def.errors ?? defaultErrors(def.method, def.auth)), ...early]) {
     out[status] = { description: ERROR_WHEN[status] ?? 'error', $ref: 'ErrorBody#' };
   }
   return out;

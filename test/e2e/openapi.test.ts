@@ -2,6 +2,7 @@
  * The OpenAPI document is the routes' own schema (src/http/route.ts): every route of the app is in
  * it with an operationId, its parameters and its answers, and what it documents is what is enforced.
  */
+import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../support/server.js';
 import { teamDoc } from '../support/fixtures.js';
@@ -56,6 +57,12 @@ describe('the OpenAPI document', () => {
   const operations = () =>
     Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method: method.toUpperCase(), op })));
 
+  it('is a valid OpenAPI 3.0 document (the official meta-schema)', async () => {
+    const result = await new Validator().validate(doc as unknown as Parameters<Validator["validate"]>[0]);
+    expect(result.errors ?? [], JSON.stringify(result.errors, null, 1)?.slice(0, 4000)).toEqual([]);
+    expect(result.valid).toBe(true);
+  });
+
   it('has every route of the app, each with a unique operationId, a summary and its answers', () => {
     expect(doc.openapi).toMatch(/^3\./);
     const routes = s.platform.app!.routeList.filter((r) => !r.hidden && r.method !== 'HEAD' && r.method !== 'OPTIONS');
@@ -103,6 +110,20 @@ describe('the OpenAPI document', () => {
       expect(Object.keys(doc.paths[p]![m]!.responses['200']!.content!), p).toEqual(['text/plain']);
     }
     expect(doc.paths['/api/v1/agents']!.get!.responses['200']!.content!['application/json']!.schema).toMatchObject({ type: 'array', items: { properties: { id: { type: 'integer' }, sip: { type: 'string' } } } });
+  });
+
+  it('says what the server does: answer types, media types, optional bodies, comma-separated lists', () => {
+    const ok = (p: string, m: string) => doc.paths[p]![m]!.responses['200']!.content!;
+    for (const p of ['/api/v1/agent-recent-calls', '/api/v1/customer-recent-calls']) expect(ok(p, 'get')['application/json']!.schema, p).toMatchObject({ type: 'array' });
+    const details = ok('/api/v1/customer-details', 'get')['application/json']!.schema as { oneOf: Schema[] };
+    for (const alt of details.oneOf) expect(alt).toMatchObject({ additionalProperties: false, required: Object.keys(alt.properties!) });
+    expect((ok('/api/v1/subscriber', 'get')['application/json']!.schema as { items: Schema }).items.properties!.event_mask).toMatchObject({ type: 'integer' });
+    expect(Object.keys(ok('/api/v1/calls', 'post')).sort()).toEqual(['application/json', 'text/plain']);
+    expect(doc.paths['/api/v1/send-sms']!.post!.responses['415']).toBeDefined();
+    expect((doc.paths['/api/v1/agents']!.patch!.requestBody as { required?: boolean }).required).toBe(false);
+    expect((doc.paths['/api/v1/dialer']!.post!.requestBody as { required?: boolean }).required).toBe(true);
+    const ids = doc.paths['/api/v1/agent-recent-calls']!.get!.parameters!.find((x) => x.name === 'recent_txn_id');
+    expect(ids).toMatchObject({ style: 'form', explode: false });
   });
 
   it('enforces what it documents: a missing required parameter is refused naming it, on every operation', async () => {

@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.js';
 import { createPlatform, type Platform } from '../../src/platform.js';
 import type { SmsGateway } from '../../src/gateways/sms/port.js';
 import { enginesFor, onEngines, type Engines } from './engines.js';
+import { checkAnswer } from './openapi-check.js';
 
 export const OPERATOR_TOKEN = 'test-operator-token';
 export const exampleDoc = () =>
@@ -53,6 +54,13 @@ export async function startServer(
     throw err;
   }
   const url = httpUrl!;
+  /** Every answer the tests get through api() and ops() holds to the server's OpenAPI document. */
+  const checked = async (method: string | undefined, p: string, res: Response): Promise<Response> => {
+    const doc = platform.app?.swagger?.();
+    const wrong = doc ? await checkAnswer(doc, (method ?? 'GET').toUpperCase(), p, res) : null;
+    if (wrong) throw new Error(`the answer does not match the OpenAPI document: ${wrong}`);
+    return res;
+  };
   const api: TestServer['api'] = (p, init = {}) => {
     const { auth = ['acme-admin', 's3cret-admin'], form, ...rest } = init;
     const headers = new Headers(rest.headers);
@@ -62,7 +70,7 @@ export async function startServer(
       body = new URLSearchParams(form).toString();
       headers.set('content-type', 'application/x-www-form-urlencoded');
     }
-    return fetch(url + p, { ...rest, headers, body });
+    return fetch(url + p, { ...rest, headers, body }).then((res) => checked(rest.method, p, res));
   };
   const ops: TestServer['ops'] = (p, init = {}) => {
     const { json, ...rest } = init;
@@ -73,7 +81,7 @@ export async function startServer(
       body = JSON.stringify(json);
       headers.set('content-type', 'application/json');
     }
-    return fetch(url + p, { ...rest, headers, body });
+    return fetch(url + p, { ...rest, headers, body }).then((res) => checked(rest.method, p, res));
   };
   return {
     url,

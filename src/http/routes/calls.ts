@@ -40,7 +40,10 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'Place a call (or schedule one with schedule-time)',
     tags: ['calls'],
     auth: 'user',
-    response: json(obj({ id: uuid }), 'the call id; a scheduled call (schedule-time) answers text/plain Success instead'),
+    response: {
+      description: 'the call id; a scheduled call (schedule-time) answers text/plain Success instead',
+      content: { 'application/json': obj({ id: uuid }), 'text/plain': { type: 'string', enum: ['Success'] } },
+    },
     params: {
       number: { type: 'phone', required: true },
       'service-id': { type: 'integer', min: 1 },

@@ -1,13 +1,16 @@
 /** Call history and CRM: agent-recent-calls, customer-recent-calls, customer-details. */
 import { normalizePhone } from '../../domain/phone.js';
-import type { RouteRegistrar } from '../route.js';
+import type { JsonSchema, RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
-import { json, customerBasic, customerDetailed } from '../answers.js';
+import { json, arrayOf, callSummary, customerBasic, customerDetailed } from '../answers.js';
 import { scopeService } from '../scope.js';
 import { invalid, notFound } from '../../domain/errors.js';
 import { customerKey, type CustomerDoc } from '../../projections/customers.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import { summaries } from '../../queries/calls.js';
+
+/** One of the two answers and nothing else: every field present, no other (so `oneOf` tells them apart). */
+const closed = (schema: JsonSchema): JsonSchema => ({ ...schema, required: Object.keys(schema.properties as object), additionalProperties: false });
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -29,6 +32,7 @@ export const historyRoutes: RouteRegistrar = (app, ctx) => {
       summary,
       tags: ['history'],
       auth: 'user',
+      response: json(arrayOf(callSummary), 'the summaries of the calls found, in the order asked; unknown ids are left out'),
       params: recentParams,
       handler: async ({ p, user }) => {
         const svcId = scopeService(user, p['svc-id'], 'svc-id', true);
@@ -44,7 +48,7 @@ export const historyRoutes: RouteRegistrar = (app, ctx) => {
     summary: 'A customer record; with detailed=true also its recent calls and CRM fields',
     tags: ['history'],
     auth: 'user',
-    response: json({ oneOf: [customerBasic, customerDetailed] }, 'basic details, or with detailed=true the recent calls and CRM fields'),
+    response: json({ oneOf: [closed(customerBasic), closed(customerDetailed)] }, 'basic details, or with detailed=true the recent calls and CRM fields'),
     params: {
       'customer-number': { type: 'phone', required: true },
       'svc-id': { type: 'integer', required: true, min: 1 },

@@ -1,0 +1,92 @@
+/**
+ * Holds the server's answers to its own OpenAPI document: the end-to-end tests' client (server.ts)
+ * checks every answer it gets, so the document cannot drift from what the server does. An answer
+ * whose status the operation does not declare, whose content type it does not declare, or whose
+ * JSON or text body its schema refuses, fails the test that got it.
+ */
+import { Ajv, type ValidateFunction } from 'ajv';
+
+interface MediaType {
+  schema?: Record<string, unknown>;
+}
+interface Operation {
+  responses: Record<string, { content?: Record<string, MediaType> }>;
+}
+interface Doc {
+  paths: Record<string, Record<string, Operation>>;
+  components?: { schemas?: Record<string, Record<string, unknown>> };
+}
+
+interface CompiledOperation {
+  statuses: Map<string, Map<string, ValidateFunction | null>>;
+}
+interface Checker {
+  routes: { re: RegExp; method: string; op: CompiledOperation }[];
+}
+
+const checkers = new WeakMap<object, Checker>();
+
+/** OpenAPI 3.0 schemas as JSON Schema: `nullable` is Ajv's own keyword; `example` is only a note. */
+function checkerFor(doc: Doc): Checker {
+  const ajv = new Ajv({ strict: false, allErrors: false, validateFormats: false });
+  const definitions = rewriteRefs(doc.components?.schemas ?? {}) as Record<string, unknown>;
+  const routes: Checker['routes'] = [];
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    const re = new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`);
+    for (const [method, op] of Object.entries(ops)) {
+      const statuses = new Map<string, Map<string, ValidateFunction | null>>();
+      for (const [status, r] of Object.entries(op.responses ?? {})) {
+        const types = new Map<string, ValidateFunction | null>();
+        for (const [type, media] of Object.entries(r.content ?? {})) {
+          types.set(type, media.schema ? ajv.compile({ ...(rewriteRefs(media.schema) as object), definitions }) : null);
+        }
+        statuses.set(status, types);
+      }
+      routes.push({ re, method: method.toUpperCase(), op: { statuses } });
+    }
+  }
+  return { routes };
+}
+
+/** `#/components/schemas/X` becomes `#/definitions/X`, which each compiled schema carries. */
+function rewriteRefs(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(rewriteRefs);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema)) {
+    if (k === '$id') continue;
+    out[k] = k === '$ref' && typeof v === 'string' ? v.replace('#/components/schemas/', '#/definitions/') : rewriteRefs(v);
+  }
+  return out;
+}
+
+/**
+ * What is wrong with `res` as the answer to `method pathAndQuery` under `doc`, or null. Paths the
+ * document does not hold (hidden routes, unknown URLs) are not checked.
+ */
+export async function checkAnswer(doc: object, method: string, pathAndQuery: string, res: Response): Promise<string | null> {
+  let checker = checkers.get(doc);
+  if (!checker) checkers.set(doc, (checker = checkerFor(doc as Doc)));
+  const path = pathAndQuery.split('?')[0]!;
+  const route = checker.routes.find((r) => r.method === method && r.re.test(path));
+  if (!route) return null;
+  const where = `${method} ${path} → ${res.status}`;
+  const declared = route.op.statuses.get(String(res.status)) ?? route.op.statuses.get(`${String(res.status)[0]}XX`);
+  if (!declared) return `${where}: status not in the OpenAPI document`;
+  if (res.status === 204 || res.status === 304) return null;
+  const type = (res.headers.get('content-type') ?? '').split(';')[0]!.trim();
+  if (!declared.has(type)) return `${where}: content type ${type || '(none)'} not in the document (${[...declared.keys()].join(', ')})`;
+  const validate = declared.get(type);
+  if (!validate || (type !== 'application/json' && type !== 'text/plain')) return null;
+  const text = await res.clone().text();
+  let value: unknown = text;
+  if (type === 'application/json') {
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return `${where}: the body is not JSON`;
+    }
+  }
+  if (validate(value)) return null;
+  return `${where}: ${validate.errors!.map((e) => `${e.instancePath || '(body)'} ${e.message}`).join('; ')} in ${text.slice(0, 300)}`;
+}
