@@ -80,6 +80,8 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     // Errors raised before a route runs get the contract's body too (src/http/errors.ts).
     frameworkErrors,
     clientErrorHandler,
+    // A request without Host reaches errors.ts, which answers it with the contract's body.
+    http: { requireHostHeader: false },
   });
   // Answers are rendered by src/http/route.ts; response schemas document them, they do not filter them.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
