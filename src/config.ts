@@ -10,6 +10,8 @@ export interface Config {
   host: string;
   port: number;
   socketPort: number;
+  /** Not in the contract's table: most event socket connections from one remote address (SOCKET_MAX_PER_ADDRESS). */
+  socketMaxPerAddress: number;
   dataDir: string;
   eventStoreUrl?: string;
   mongodbUrl?: string;
@@ -155,6 +157,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     port: httpPort,
     socketPort: port(env, 'SOCKET_PORT', 8989),
+    socketMaxPerAddress: int(env, 'SOCKET_MAX_PER_ADDRESS', 1024, 1),
     dataDir: path.resolve(env.DATA_DIR || './data'),
     eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kurrentdb+discover', 'kurrent', 'kurrent+discover']),
     mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']),
