@@ -155,12 +155,10 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
           return done();
         }
         // Counted before it is verified, refunded when right: a burst of guesses is bounded too.
-        const credential = `u:${username}`;
-        const verify = async (): Promise<AuthUser | AppError | null> => (await authFailures.attempt(credential, req.ip)) ?? authenticator.authenticate(username, password, on);
-        verify().then((user) => {
+        const verified = authFailures.verify(`u:${username}`, req.ip, req.headers.authorization ?? '', () => authenticator.authenticate(username, password, on));
+        verified.then((user) => {
           if (user instanceof AppError) return done(user);
           if (!user) return done(unauthorized());
-          void authFailures.succeeded(credential, req.ip);
           req.user = user;
           done();
         }, done);

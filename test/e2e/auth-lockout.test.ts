@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, OPERATOR_TOKEN, type TestServer } from '../support/server.js';
 import { teamDoc } from '../support/fixtures.js';
+import { until } from '../support/until.js';
 
 const basic = (u: string, p: string) => `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}`;
 
@@ -23,7 +24,7 @@ describe('failed authentications are counted apart', () => {
 
   it("a stranger's burst of wrong passwords costs the owner nothing; the stranger's address is held off", async () => {
     const stranger = '203.0.113.7';
-    const burst = Array.from({ length: 30 }, (_, i) => from(stranger, basic('acme-admin', `guess-${i % 3}`)));
+    const burst = Array.from({ length: 30 }, (_, i) => from(stranger, basic('acme-admin', `guess-${i}`)));
     // The owner, elsewhere, right in the middle of the burst and after it.
     const during = from('198.51.100.2', basic('acme-admin', 's3cret-admin'));
     const statuses = (await Promise.all(burst)).map((r) => r.status);
@@ -39,6 +40,15 @@ describe('failed authentications are counted apart', () => {
     expect(Number(held.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     // Another user from that address is not held by acme-admin's count.
     expect((await from(stranger, basic('asha', 's3cret-asha'))).status).toBe(200);
+  });
+
+  it('many requests at once with the right password, first seen, are one attempt: no failure counted', async () => {
+    const answers = await Promise.all(Array.from({ length: 20 }, () => from('198.51.100.6', basic('globex-admin', 's3cret-globex'), '/api/v1/ping')));
+    // The request rate (5 a second per credential) refuses some; none is refused as a failure.
+    for (const r of answers) if (r.status === 429) expect((await r.json()).message).not.toMatch(/failed/);
+    expect(answers.map((r) => r.status)).toContain(200);
+    // Once the request-rate window (1 s) ends, the credential goes on: a failure block would last a minute.
+    await until(async () => (await from('198.51.100.6', basic('globex-admin', 's3cret-globex'))).status === 200, 'globex-admin answered again', 10_000, 200);
   });
 
   it('the per-credential request rate of CONTRACT 8 still holds for the owner', async () => {

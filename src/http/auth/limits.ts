@@ -94,6 +94,8 @@ export class AuthFailureLimiter {
   private readonly byAddress: RateLimiterAbstract | null;
   /** key → when its block ends (ms). */
   private readonly blocked = new Map<string, number>();
+  /** Verifications in flight by (address, credential as presented). */
+  private readonly flights = new Map<string, Promise<unknown>>();
   private readonly now: () => number;
 
   constructor(private readonly opts: AuthFailureOptions) {
@@ -130,6 +132,30 @@ export class AuthFailureLimiter {
     if (!this.enabled) return null;
     const [c, a] = await Promise.all([this.count(this.byCredential, `c|${credential}|${address}`), this.count(this.byAddress, `a|${address}`)]);
     return refuse(Math.max(c, a));
+  }
+
+  /**
+   * Runs `check` (a password's verification) as an attempt: counted first, refunded when it finds
+   * the credential right. Identical requests in flight at once (same address, same credential as
+   * presented) share one run and count once: a client opening many connections with one right
+   * password is one attempt, not a burst of failures.
+   */
+  verify<T>(credential: string, address: string, presented: string, check: () => Promise<T | null>): Promise<T | AppError | null> {
+    const key = `${address}\u0000${presented}`;
+    let flight = this.flights.get(key) as Promise<T | AppError | null> | undefined;
+    if (!flight) {
+      flight = this.verifyOnce(credential, address, check).finally(() => this.flights.delete(key));
+      this.flights.set(key, flight);
+    }
+    return flight;
+  }
+
+  private async verifyOnce<T>(credential: string, address: string, check: () => Promise<T | null>): Promise<T | AppError | null> {
+    const over = await this.attempt(credential, address);
+    if (over) return over;
+    const found = await check();
+    if (found !== null) void this.succeeded(credential, address);
+    return found;
   }
 
   /** The attempt succeeded: it is no failure. */

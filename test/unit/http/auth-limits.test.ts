@@ -58,6 +58,19 @@ describe('AuthFailureLimiter', () => {
     expect(l.refusal('u:anyone', '10.0.0.2')).toBeNull();
   });
 
+  it('verify: identical requests at once are one attempt; distinct guesses at once are each counted', async () => {
+    const l = new AuthFailureLimiter({ perCredential: 3, perAddress: 100 });
+    let checks = 0;
+    const slowRight = () => new Promise<string | null>((r) => setTimeout(() => r(String(++checks)), 20));
+    const same = await Promise.all(Array.from({ length: 20 }, () => l.verify('u:a', '10.0.0.1', 'Basic right', slowRight)));
+    expect(new Set(same)).toEqual(new Set(['1']));
+    const wrong = () => new Promise<null>((r) => setTimeout(() => r(null), 20));
+    const guesses = await Promise.all(Array.from({ length: 10 }, (_, i) => l.verify('u:a', '10.0.0.1', `Basic guess-${i}`, wrong)));
+    expect(guesses.filter((g) => g === null)).toHaveLength(3);
+    expect(guesses.filter((g) => g !== null)).toHaveLength(7);
+    for (const g of guesses) if (g !== null) expect(g).toMatchObject({ status: 429 });
+  });
+
   it('0 turns the limits off', async () => {
     const l = new AuthFailureLimiter({ perCredential: 0, perAddress: 0 });
     for (let i = 0; i < 50; i++) await l.failed('u:a', '10.0.0.1');
