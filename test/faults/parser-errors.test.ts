@@ -3,6 +3,7 @@
  * header, an `Expect` it cannot meet, headers over the limit, no Host) are answered with the
  * contract's error body wherever the connection can still carry an answer.
  */
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../support/server.js';
 import { teamDoc } from '../support/fixtures.js';
@@ -54,6 +55,31 @@ describe('parser-level errors carry the contract error body', () => {
     expect({ interim: res.interim, status: res.status }).toEqual({ interim: [100], status: 200 });
     expect(res.text).toMatch(/^[0-9a-f-]{36}$/);
   });
+
+  it('any mangled request line or header: an answer with the error body, or a close', async () => {
+    const token = fc.oneof(fc.constantFrom('GET', 'POST', 'PUT', 'X', '', 'get', 'PRI', 'HTTP/1.1', 'HTTP/2.0', 'HTTP/1.0', 'HTTP/9.9', '/api/v1/ping', '*', ' ', '\t'), fc.string({ maxLength: 12 }));
+    const headerLine = fc.oneof(
+      fc.constantFrom('expect: 100-continue', 'expect: nope', 'transfer-encoding: gzip', 'transfer-encoding: chunked, gzip', 'content-length: -1', 'content-length: 1, 2', 'content-length: abc', 'host:', 'host: a b', ' folded: continuation', ':empty-name', 'x\u0000y: z'),
+      fc.tuple(fc.string({ maxLength: 10 }), fc.string({ unit: 'binary', maxLength: 20 })).map(([k, v]) => `${k}: ${v}`),
+    );
+    // Mostly a good request line, so that the headers are what the parser (or Node) refuses.
+    const requestLine = fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom('GET /api/v1/ping HTTP/1.1', 'POST /api/v1/send-sms HTTP/1.1', 'GET /api/v1/ping HTTP/1.0', 'GET /nowhere HTTP/1.1') },
+      { weight: 1, arbitrary: fc.tuple(token, token, token).map(([m, p, v]) => `${m} ${p} ${v}`) },
+    );
+    const problems: string[] = [];
+    await fc.assert(
+      fc.asyncProperty(requestLine, fc.array(headerLine, { maxLength: 4 }), fc.boolean(), async (line, lines, withHost) => {
+        const head = [line, ...(withHost ? [`host: ${host}`] : []), AUTH, ...lines].join('\r\n');
+        const res = await rawBytes(s.url, `${head}\r\n\r\n`);
+        const problem = res.status === 0 ? null : errorBodyProblem(res);
+        if (problem) problems.push(`${JSON.stringify(head.slice(0, 200))} -> ${problem}`);
+        return problem === null;
+      }),
+      { numRuns: 300, endOnFailure: false },
+    ).catch(() => {});
+    expect(problems.slice(0, 10)).toEqual([]);
+  }, 120_000);
 
   it('the connection still serves a good request after the refusals', async () => {
     const res = await s.api('/api/v1/ping');
