@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 /** The one place environment variables are read (CONTRACT section 1). */
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import path from 'node:path';
 
 export type Role = 'api' | 'socket' | 'worker' | 'projector';
@@ -10,6 +11,8 @@ export interface Config {
   host: string;
   port: number;
   socketPort: number;
+  /** Not in the contract's table: most event socket connections from one remote address (SOCKET_MAX_PER_ADDRESS). */
+  socketMaxPerAddress: number;
   dataDir: string;
   eventStoreUrl?: string;
   mongodbUrl?: string;
@@ -38,6 +41,15 @@ export interface Config {
   dialerMaxTries: number;
   dialerRetryS: number;
   rateLimitRps: number;
+  /** Not in the contract's table: failed authentications a minute per presented credential and client address (0: off). */
+  authFailuresPerMin: number;
+  /** Not in the contract's table: failed authentications a minute per client address, whatever was presented (0: off). */
+  authFailuresPerAddressPerMin: number;
+  /**
+   * Not in the contract's table: fastify's `trustProxy` (TRUST_PROXY): which proxies' X-Forwarded-For
+   * gives the client address. false, true (any), or proxy addresses and CIDRs.
+   */
+  trustProxy: boolean | string;
   /** Not in the contract's table: wait between tries of an SMS (`tries` > 1). */
   smsRetryMs: number;
   /** Not in the contract's table: wait before a missed scheduled call's next attempt (CONTRACT section 10 says 60 s). */
@@ -105,6 +117,25 @@ function bool(env: Env, name: string, dflt: boolean): boolean {
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * TRUST_PROXY: false (default), true, or a comma-separated list of proxy addresses and CIDRs. No hop
+ * count: fastify trusts none with one, as it cannot tell the nearest peer is a proxy.
+ */
+function trustProxy(env: Env): boolean | string {
+  const raw = (env.TRUST_PROXY ?? '').trim();
+  if (raw === '' || /^(false|0)$/i.test(raw)) return false;
+  if (/^(true|1)$/i.test(raw)) return true;
+  const items = raw.split(',').map((x) => x.trim());
+  for (const item of items) {
+    const [addr, bits, extra] = item.split('/');
+    const ok = PROXY_NAMES.includes(item) || (isIP(addr ?? '') !== 0 && extra === undefined && (bits === undefined || /^\d{1,3}$/.test(bits)));
+    if (!ok) throw new ConfigError(`TRUST_PROXY must be true, false or a comma-separated list of proxy addresses or CIDRs (or ${PROXY_NAMES.join(', ')}), got "${raw}"`);
+  }
+  return items.join(',');
+}
+
 function intList(env: Env, name: string, dflt: number[]): number[] {
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return dflt;
@@ -155,6 +186,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     port: httpPort,
     socketPort: port(env, 'SOCKET_PORT', 8989),
+    socketMaxPerAddress: int(env, 'SOCKET_MAX_PER_ADDRESS', 1024, 1),
     dataDir: path.resolve(env.DATA_DIR || './data'),
     eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kurrentdb+discover', 'kurrent', 'kurrent+discover']),
     mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']),
@@ -178,6 +210,9 @@ export function loadConfig(env: Env = process.env): Config {
     dialerMaxTries: int(env, 'DIALER_MAX_TRIES', 2, 1),
     dialerRetryS: int(env, 'DIALER_RETRY_S', 60),
     rateLimitRps: int(env, 'RATE_LIMIT_RPS', 100),
+    authFailuresPerMin: int(env, 'AUTH_FAILURES_PER_MIN', 10),
+    authFailuresPerAddressPerMin: int(env, 'AUTH_FAILURES_PER_ADDRESS_PER_MIN', 30),
+    trustProxy: trustProxy(env),
     smsRetryMs: int(env, 'SMS_RETRY_MS', 2000),
     scheduleRetryS: int(env, 'SCHEDULE_RETRY_S', 60),
     publicBaseUrlSet: Boolean(env.PUBLIC_BASE_URL),

@@ -217,8 +217,14 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     ? new CallFlow(ctx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
     : null;
   const dialer = config.roles.has('worker') ? new DialerEngine(ctx) : null;
-  const socket = config.roles.has('socket') ? new EventSocketServer(ctx, { host: config.host, port: config.socketPort }) : null;
-  if (socket) metrics.sources.socketClients = () => socket.stats().authenticated;
+  const socket = config.roles.has('socket') ? new EventSocketServer(ctx, { host: config.host, port: config.socketPort, maxConnectionsPerAddress: config.socketMaxPerAddress }) : null;
+  if (socket) {
+    metrics.sources.socketClients = () => socket.stats().authenticated;
+    metrics.sources.socketRefused = () => {
+      const s = socket.stats();
+      return { per_address: s.refusedPerAddress, pending: s.refusedPending };
+    };
+  }
   let stopped = false;
   let health: HealthServer | null = null;
   const followers: Follower[] = [];

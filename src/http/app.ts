@@ -3,10 +3,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import basicAuth from '@fastify/basic-auth';
 import formbody from '@fastify/formbody';
 import multipart from '@fastify/multipart';
-import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { Redis } from 'ioredis';
 import type { Context } from '../context.js';
 import { AppError, unauthorized } from '../domain/errors.js';
 import { Authenticator, type Connection } from './auth/authenticator.js';
@@ -16,7 +14,9 @@ import { routes } from './routes/index.js';
 import { validationError } from './params.js';
 import { BODY_LIMIT, UPLOAD_LIMIT, errorBodySchema, routesWithBodiesIn } from './route.js';
 import type { ErrorObject } from 'ajv';
-import { operatorTokenCheck } from './auth/operator-token.js';
+import { operatorGuard } from './auth/operator-token.js';
+import { registerLimits } from './auth/rate-limits.js';
+import type { AuthFailureLimiter } from './auth/limits.js';
 import { lazyChildLogger, registerObservability, requestId } from './observability.js';
 import { catchUpBatches } from './catch-up.js';
 import { documentAsServed, type OpenApiDocument } from './openapi-document.js';
@@ -30,6 +30,8 @@ declare module 'fastify' {
     /** Basic credentials of a user, read-your-writes included (a preValidation hook). */
     userAuth: (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void;
     authenticator: Authenticator;
+    /** Failed authentications per credential and address, and per address (./auth/limits.ts). */
+    authFailures: AuthFailureLimiter;
     /**
      * Every route registered (method, url, whether the document hides it, its parameter names):
      * the OpenAPI test and the fuzzer walk it.
@@ -45,18 +47,6 @@ export interface RouteTableEntry {
   params: string[];
 }
 
-
-/** Rate-limit key: the presented username (before its password is checked), else the client address. */
-function rateKey(req: FastifyRequest): string {
-  const h = req.headers.authorization;
-  if (h?.startsWith('Basic ')) {
-    const decoded = Buffer.from(h.slice(6).trim(), 'base64').toString('utf8');
-    const colon = decoded.indexOf(':');
-    if (colon > 0) return `u:${decoded.slice(0, colon)}`;
-  }
-  if (h?.startsWith('Bearer ')) return 'operator';
-  return `ip:${req.ip}`;
-}
 
 // A browser's Accept names text/html; curl (any type) and API clients get the JSON document.
 export function wantsHtml(accept: string | undefined): boolean {
@@ -81,6 +71,10 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     // Errors raised before a route runs get the contract's body too (src/http/errors.ts).
     frameworkErrors,
     clientErrorHandler,
+    // A request without Host reaches errors.ts, which answers it with the contract's body.
+    http: { requireHostHeader: false },
+    // Which proxies' X-Forwarded-For gives `req.ip`, the client address of the limits (TRUST_PROXY).
+    trustProxy: ctx.config.trustProxy,
   });
   // Answers are rendered by src/http/route.ts; response schemas document them, they do not filter them.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
@@ -123,26 +117,8 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
       },
     },
   });
-  if (ctx.config.rateLimitRps > 0) {
-    // With REDIS_URL the counters live in Redis, so the limit holds across every `api` process.
-    // Commands fail at once while Redis is away, and then the request is let through (skipOnError):
-    // an outage of the counter store must not take the API down with it.
-    const redis = ctx.config.redisUrl ? new Redis(ctx.config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000, commandTimeout: 2000 }) : undefined;
-    if (redis) {
-      redis.on('error', (err) => ctx.logger.debug({ err: String(err) }, 'rate limit: redis error'));
-      app.addHook('onClose', async () => {
-        await redis.quit().catch(() => redis.disconnect());
-      });
-    }
-    await app.register(rateLimit, {
-      global: true,
-      ...(redis ? { redis, nameSpace: `${ctx.config.redisPrefix}:rate:`, skipOnError: true } : {}),
-      max: ctx.config.rateLimitRps,
-      timeWindow: 1000,
-      keyGenerator: rateKey,
-      errorResponseBuilder: (_req, c) => new AppError('RATE_LIMITED', `more than ${c.max} requests a second`, { 'Retry-After': String(Math.max(1, Math.ceil(c.ttl / 1000))) }),
-    });
-  }
+  const authFailures = await registerLimits(app, ctx);
+  app.decorate('authFailures', authFailures);
   await app.register(formbody, { bodyLimit: BODY_LIMIT });
   // @fastify/multipart adds an async onRequest and onResponse hook to every request of its scope. A
   // GET has no body (fastify parses none), so only the routes that take one are put in its scope
@@ -171,13 +147,19 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     validate(username, password, req, _reply, done) {
       const check = (err?: unknown) => {
         if (err) return done(err as Error);
+        // Before the credential is looked at: an address over its failures learns nothing more.
+        const refused = authFailures.refusal(`u:${username}`, req.ip);
+        if (refused) return done(refused);
         const on = connectionOf(req);
         const known = authenticator.cached(username, password, on);
         if (known) {
           req.user = known;
           return done();
         }
-        authenticator.authenticate(username, password, on).then((user) => {
+        // Counted before it is verified, refunded when right: a burst of guesses is bounded too.
+        const verified = authFailures.verify(`u:${username}`, req.ip, req.headers.authorization ?? '', () => authenticator.authenticate(username, password, on));
+        verified.then((user) => {
+          if (user instanceof AppError) return done(user);
           if (!user) return done(unauthorized());
           req.user = user;
           done();
@@ -203,9 +185,9 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     });
   });
 
-  const checkOperatorToken = operatorTokenCheck(ctx.config.operatorToken);
+  const checkOperatorToken = operatorGuard(ctx.config.operatorToken, authFailures);
   app.decorate('operatorAuth', async (req: FastifyRequest) => {
-    checkOperatorToken(req.headers.authorization);
+    checkOperatorToken(req);
     await ctx.sync.caughtUp();
   });
 

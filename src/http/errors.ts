@@ -4,6 +4,7 @@
  * headers, garbage) and the body parsers' errors all come through here. Never a stack trace,
  * never a 5xx for bad input.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type ErrorCode } from '../domain/errors.js';
@@ -79,6 +80,8 @@ export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: F
 /**
  * fastify's `clientErrorHandler`: the HTTP parser refused the request before fastify saw it
  * (headers over Node's limit: 431; unparseable: 400). Answered on the raw socket, then closed.
+ * (An `Expect` other than 100-continue and a missing Host are Node's answers outside the parser:
+ * `expectationFailed` and `missingHost` below.)
  */
 export function clientErrorHandler(err: Error & { code?: string }, socket: Socket) {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
@@ -99,7 +102,30 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Socke
   socket.destroy(err);
 }
 
+/**
+ * Node answers an `Expect` other than 100-continue with a bare 417 unless 'checkExpectation' has a
+ * listener: this one gives it the contract's body. The request is not run.
+ */
+function expectationFailed(req: IncomingMessage, res: ServerResponse) {
+  const payload = JSON.stringify(body(new AppError('INVALID_PARAMETER', `Expect: ${String(req.headers.expect).slice(0, 100)} cannot be met; only 100-continue is supported`, {}, 417)));
+  res.shouldKeepAlive = false;
+  res.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(payload), connection: 'close' });
+  res.end(payload);
+  // The body the client may still send is not read: the connection ends with the answer.
+  req.resume();
+}
+
+/**
+ * Node's own answer to an HTTP/1.1 request without Host is a bare 400; the server is built with
+ * `requireHostHeader: false` (app.ts) so that this check answers it with the contract's body.
+ */
+function missingHost(req: FastifyRequest): AppError | null {
+  if (req.headers.host !== undefined || req.raw.httpVersionMajor !== 1 || req.raw.httpVersionMinor !== 1) return null;
+  return new AppError('INVALID_PARAMETER', 'an HTTP/1.1 request needs a Host header', { connection: 'close' });
+}
+
 export function registerErrorHandling(app: FastifyInstance) {
+  app.server.on('checkExpectation', expectationFailed);
   app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
   app.setNotFoundHandler((req, reply) => {
     reply.code(404).type('application/json; charset=utf-8').send(body(new AppError('NOT_FOUND', `no such endpoint: ${req.method} ${req.url.split('?')[0]}`)));
@@ -108,6 +134,6 @@ export function registerErrorHandling(app: FastifyInstance) {
   // Callback style: an async hook would cost every request a promise.
   app.addHook('onRequest', (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
     if (req.url.length > MAX_URL_LENGTH) return done(new AppError('INVALID_PARAMETER', `the URL is longer than ${MAX_URL_LENGTH} characters`, {}, 414));
-    done();
+    done(missingHost(req) ?? undefined);
   });
 }

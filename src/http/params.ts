@@ -2,8 +2,10 @@
  * Route parameters: one declaration per route gives the JSON Schema that fastify validates
  * (src/http/route.ts) and the OpenAPI document shows, so the two cannot drift. Before validation,
  * `normalize` applies the lexical rules of CONTRACT section 2 that JSON Schema cannot express
- * (digit-string integers, true/false/1/0 booleans, a repeated query parameter's last value, an
- * empty value meaning absent); anything it cannot read is left as it came, for the schema to refuse.
+ * (digit-string integers, true/false/1/0 booleans, an empty value meaning absent); anything it
+ * cannot read is left as it came, for the schema to refuse. A name repeated in a query string or a
+ * form takes its last value (`lastValues`, applied to those sources only): a JSON array or object
+ * where a single value is declared is refused naming the parameter, never read as one of its items.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { invalid, type AppError } from '../domain/errors.js';
@@ -47,17 +49,41 @@ export type Params<P extends ParamSpecs> = {
 const UUID_PATTERN = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 const INT_RE = /^[+-]?\d{1,16}$/;
 
-function one(raw: unknown): unknown {
-  // A repeated query parameter arrives as an array: the last one wins.
-  return Array.isArray(raw) ? raw[raw.length - 1] : raw;
+/**
+ * A query string's or a form's names, a repeated one (an array) taking its last value. The input
+ * itself when nothing is repeated, the common case, so a request's path allocates nothing.
+ */
+export function lastValues(input: Record<string, unknown>): Record<string, unknown> {
+  let out: Record<string, unknown> | null = null;
+  for (const name in input) {
+    const raw = input[name];
+    if (!Array.isArray(raw)) continue;
+    out ??= { ...input };
+    out[name] = raw[raw.length - 1];
+  }
+  return out ?? input;
 }
 
-/** The input with each declared parameter read as its type where it can be; other names pass through. */
+const SHAPE: Record<ParamType, string> = {
+  integer: 'an integer',
+  epoch: 'an integer',
+  boolean: 'true or false',
+  string: 'a string',
+  phone: 'a string',
+  uuid: 'a string',
+  list: 'a list of strings',
+};
+
+/**
+ * The input with each declared parameter read as its type where it can be; other names pass through.
+ * A JSON array or object given for a single value (or an object for a list) is 400 naming it.
+ */
 export function normalize(specs: ParamSpecs, input: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...input };
   for (const [name, spec] of Object.entries(specs)) {
     if (!Object.hasOwn(input, name)) continue;
-    let raw = one(input[name]);
+    let raw = input[name];
+    if (raw !== null && typeof raw === 'object' && !(spec.type === 'list' && Array.isArray(raw))) throw invalid(`${name} must be ${SHAPE[spec.type]}`);
     if (typeof raw === 'string' && spec.type !== 'string') raw = raw.trim();
     if (raw === undefined || raw === null || raw === '') delete out[name];
     else out[name] = normalizeOne(spec, raw);
@@ -178,7 +204,7 @@ const compiled = new WeakMap<ParamSpecs, ValidateFunction>();
 export function coerce<P extends ParamSpecs>(specs: P, input: Record<string, unknown>): Params<P> {
   let validate = compiled.get(specs);
   if (!validate) compiled.set(specs, (validate = ajv.compile(toJsonSchema(specs))));
-  const value = normalize(specs, input);
+  const value = normalize(specs, lastValues(input));
   if (!validate(value)) throw validationError(validate.errors ?? []);
   return pick(specs, value) as Params<P>;
 }

@@ -5,7 +5,7 @@
  * Every POST gets Idempotency-Key handling from here.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { normalize, pick, toJsonSchema, type ParamSpecs, type Params } from './params.js';
+import { lastValues, normalize, pick, toJsonSchema, type ParamSpecs, type Params } from './params.js';
 import { invalid } from '../domain/errors.js';
 import type { AuthUser } from '../domain/auth-user.js';
 import type { Context } from '../context.js';
@@ -207,8 +207,16 @@ export function routeSchema(def: RouteDef<ParamSpecs>): Record<string, unknown> 
   return schema;
 }
 
+/** A form body (its repeated names are arrays, as in a query string), not JSON. */
+function isForm(req: FastifyRequest): boolean {
+  const type = req.headers['content-type'];
+  return typeof type === 'string' && /^\s*application\/x-www-form-urlencoded\s*(;|$)/i.test(type);
+}
+
 async function gatherInput(req: FastifyRequest, def: RouteDef<ParamSpecs>, files: Record<string, unknown>): Promise<Record<string, unknown>> {
-  const query = (req.query ?? {}) as Record<string, unknown>;
+  // A name repeated in the query string or a form takes its last value; a JSON body's arrays stay
+  // arrays (CONTRACT 2), for `normalize` to refuse where one value is declared.
+  const query = lastValues((req.query ?? {}) as Record<string, unknown>);
   if (def.rawJsonBody) return { ...query };
   let bodyParams: Record<string, unknown> = {};
   if (req.isMultipart()) {
@@ -232,7 +240,7 @@ async function gatherInput(req: FastifyRequest, def: RouteDef<ParamSpecs>, files
     }
   } else if (req.body !== undefined && req.body !== null) {
     if (typeof req.body !== 'object' || Array.isArray(req.body)) throw invalid('the body must be a JSON object, a form or multipart form data');
-    bodyParams = req.body as Record<string, unknown>;
+    bodyParams = isForm(req) ? lastValues(req.body as Record<string, unknown>) : (req.body as Record<string, unknown>);
   }
   return { ...query, ...bodyParams };
 }
@@ -264,9 +272,13 @@ export function defineRoute<P extends ParamSpecs>(app: FastifyInstance, ctx: Con
     if (def.pathParams) req.params = normalize(def.pathParams, (req.params ?? {}) as Record<string, unknown>);
   };
   /** A GET has no body (fastify parses none): the merge is the query's, and needs no promise. */
-  const mergeQuery = (req: FastifyRequest, _reply: FastifyReply, done: () => void) => {
-    req.query = normalize(params, (req.query ?? {}) as Record<string, unknown>);
-    if (def.pathParams) req.params = normalize(def.pathParams, (req.params ?? {}) as Record<string, unknown>);
+  const mergeQuery = (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
+    try {
+      req.query = normalize(params, lastValues((req.query ?? {}) as Record<string, unknown>));
+      if (def.pathParams) req.params = normalize(def.pathParams, (req.params ?? {}) as Record<string, unknown>);
+    } catch (err) {
+      return done(err as Error);
+    }
     done();
   };
   // preValidation: after the rate limit (onRequest), so a request counts before its password is checked.

@@ -15,6 +15,8 @@ export interface MetricSources {
   activeCalls?: () => Promise<Map<number, number>>;
   /** Clients with an accepted key on the event socket of this process. */
   socketClients?: () => number;
+  /** Event socket connections closed at once for being over a cap, since start, by cap. */
+  socketRefused?: () => Record<'per_address' | 'pending', number>;
   /** Open server-sent event streams of this process. */
   liveStreams?: () => number;
   /** Jobs waiting (due or delayed) per queue. */
@@ -70,6 +72,18 @@ export class PlatformMetrics {
       registers,
       collect() {
         this.set(sources.socketClients?.() ?? 0);
+      },
+    });
+    new Counter({
+      name: 'telephony_socket_refused_total',
+      help: 'Event socket connections closed at once for being over a cap: per_address (SOCKET_MAX_PER_ADDRESS from one address) or pending (connections without an accepted key)',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        // The server counts; the scrape reads its totals (a counter of this process since start).
+        const refused = sources.socketRefused?.();
+        this.reset();
+        if (refused) for (const [reason, n] of Object.entries(refused)) this.inc({ reason }, n);
       },
     });
     new Gauge({

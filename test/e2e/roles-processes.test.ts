@@ -233,7 +233,8 @@ describe.skipIf(!redisUrl)('roles as separate processes on one DATA_DIR and Redi
     expect(Number(refused!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
     try {
-      expect(await redis.exists(`${prefix}:rate:u:globex-admin`)).toBe(1);
+      // Keyed by the presented credential: the username and a fingerprint of the password.
+      expect(await redis.keys(`${prefix}:rate:u:globex-admin|*`)).toHaveLength(1);
     } finally {
       await redis.quit();
     }

@@ -27,32 +27,50 @@ export interface RawResponse {
  * the server closed without one (there is nobody left to answer).
  */
 function truncatedRequest(u: URL, r: RawRequest, timeoutMs: number): Promise<RawResponse> {
+  const head = [`${r.method} ${r.path} HTTP/1.1`, `host: ${u.host}`, 'connection: close', `content-length: ${r.contentLength}`, ...Object.entries(r.headers ?? {}).map(([k, v]) => `${k}: ${v}`)].join('\r\n');
+  const bytes = r.body === undefined ? `${head}\r\n\r\n` : Buffer.concat([Buffer.from(`${head}\r\n\r\n`), Buffer.isBuffer(r.body) ? r.body : Buffer.from(r.body)]);
+  return rawBytes(u.href, bytes, timeoutMs, `${r.method} ${r.path.slice(0, 100)}`);
+}
+
+/**
+ * Sends `bytes` as they are on a new connection (nothing checked or added: a malformed request
+ * line or header, any Expect), ends the client's side (unless `halfClose` is false: then the request
+ * must ask for `connection: close`), and reads until the server closes. Resolves with the first
+ * final answer (`interim`: the statuses of 1xx answers before it, as 100 Continue), or status 0 when
+ * the server closed without one.
+ */
+export function rawBytes(baseUrl: string, bytes: string | Buffer, timeoutMs = 10_000, what = 'raw bytes', halfClose = true): Promise<RawResponse & { interim: number[] }> {
+  const u = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const sock = net.connect({ host: u.hostname, port: Number(u.port) });
-    const head = [`${r.method} ${r.path} HTTP/1.1`, `host: ${u.host}`, 'connection: close', `content-length: ${r.contentLength}`, ...Object.entries(r.headers ?? {}).map(([k, v]) => `${k}: ${v}`)].join('\r\n');
     const chunks: Buffer[] = [];
     const timer = setTimeout(() => {
       sock.destroy();
-      reject(new Error(`no answer within ${timeoutMs} ms: ${r.method} ${r.path.slice(0, 100)}`));
+      reject(new Error(`no answer within ${timeoutMs} ms: ${what}`));
     }, timeoutMs);
     sock.on('connect', () => {
-      sock.write(`${head}\r\n\r\n`);
-      if (r.body !== undefined) sock.write(r.body);
-      sock.end();
+      sock.write(bytes);
+      if (halfClose) sock.end();
     });
     sock.on('data', (c: Buffer) => chunks.push(c));
     sock.on('error', () => {});
     sock.on('close', () => {
       clearTimeout(timer);
-      const raw = Buffer.concat(chunks).toString('utf8');
+      let raw = Buffer.concat(chunks).toString('utf8');
+      const interim: number[] = [];
+      for (let i1 = /^HTTP\/1\.1 (1\d\d)[^\r]*\r\n\r\n/.exec(raw); i1; i1 = /^HTTP\/1\.1 (1\d\d)[^\r]*\r\n\r\n/.exec(raw)) {
+        interim.push(Number(i1[1]));
+        raw = raw.slice(i1[0].length);
+      }
       const m = /^HTTP\/1\.1 (\d{3})[^\r]*\r\n([\s\S]*?)\r\n\r\n([\s\S]*)$/.exec(raw);
-      if (!m) return resolve({ status: 0, headers: {}, text: raw });
+      if (!m) return resolve({ status: 0, headers: {}, text: raw, interim });
       const headers: http.IncomingHttpHeaders = {};
       for (const line of m[2]!.split('\r\n')) {
         const i = line.indexOf(':');
         headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
       }
-      resolve({ status: Number(m[1]), headers, text: m[3]! });
+      const length = Number(headers['content-length']);
+      resolve({ interim, status: Number(m[1]), headers, text: Number.isFinite(length) ? Buffer.from(m[3]!).subarray(0, length).toString('utf8') : m[3]! });
     });
   });
 }

@@ -38,6 +38,9 @@ export async function startServer(
     DATA_DIR: dataDir,
     OPERATOR_TOKEN,
     RATE_LIMIT_RPS: '0',
+    // Tests present wrong credentials from one address on purpose (the fuzzer a hundred times).
+    AUTH_FAILURES_PER_MIN: '0',
+    AUTH_FAILURES_PER_ADDRESS_PER_MIN: '0',
     WEBHOOK_ALLOW_PRIVATE: 'true',
     LOG_LEVEL: 'silent',
     ...engines?.env,

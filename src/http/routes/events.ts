@@ -7,7 +7,7 @@ import type { FastifyRequest } from 'fastify';
 import type { RouteRegistrar } from '../route.js';
 import { forbidden, invalid } from '../../domain/errors.js';
 import { routeSchema } from '../route.js';
-import { normalize, type ParamSpecs } from '../params.js';
+import { lastValues, normalize, type ParamSpecs } from '../params.js';
 import { decodeCursor } from '../../domain/cursor.js';
 import { scopeService } from '../scope.js';
 import { LiveEventStream, type StreamScope } from '../live/event-stream.js';
@@ -52,7 +52,7 @@ export const eventRoutes: RouteRegistrar = (app, ctx) => {
     preValidation: [
       app.basicAuth,
       async (req: FastifyRequest) => {
-        req.query = normalize(params, (req.query ?? {}) as Record<string, unknown>);
+        req.query = normalize(params, lastValues((req.query ?? {}) as Record<string, unknown>));
       },
     ] as never,
     handler: async (req, reply) => {

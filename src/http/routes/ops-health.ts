@@ -3,7 +3,7 @@
  * Outside /api/v1 and the OpenAPI document: they are for orchestrators and scrapers.
  */
 import type { RouteRegistrar } from '../route.js';
-import { operatorTokenCheck } from '../auth/operator-token.js';
+import { operatorGuard } from '../auth/operator-token.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -17,12 +17,12 @@ export const healthRoutes: RouteRegistrar = (app, ctx) => {
   });
 
   // The token only: a scrape must not wait for the read models (operatorAuth does).
-  const checkToken = operatorTokenCheck(ctx.config.operatorToken);
+  const checkToken = operatorGuard(ctx.config.operatorToken, app.authFailures);
   app.get(
     '/metrics',
     {
       schema: { hide: true },
-      preValidation: async (req) => checkToken(req.headers.authorization),
+      preValidation: async (req) => checkToken(req),
     },
     async (_req, reply) => reply.type(ctx.metrics.contentType).send(await ctx.metrics.render()),
   );

@@ -39,7 +39,7 @@ export interface EventSocketOptions {
   firstMessageIdleMs?: number;
   authTimeoutMs?: number;
   yieldEveryBytes?: number;
-  /** Most connections from one remote address (default 1024). */
+  /** Most connections from one remote address (default 1024; SOCKET_MAX_PER_ADDRESS). */
   maxConnectionsPerAddress?: number;
   /** Most connections without an accepted key, all addresses together (default 1024). */
   maxPendingConnections?: number;
@@ -52,8 +52,12 @@ export interface EventSocketStats {
   slowDisconnects: number;
   /** Event lines written to clients, since start. */
   linesSent: number;
-  /** Connections closed at once for being over a connection cap, since start. */
+  /** Connections closed at once for being over a connection cap, since start (both caps). */
   refused: number;
+  /** Of those, refused for being over the cap of one remote address. */
+  refusedPerAddress: number;
+  /** Of those, refused for being over the cap of connections without an accepted key. */
+  refusedPending: number;
 }
 
 export class EventSocketServer {
@@ -66,7 +70,7 @@ export class EventSocketServer {
   private pumping: Promise<void> | null = null;
   private stopping = false;
   private readonly opts: Required<EventSocketOptions>;
-  private counters = { slowDisconnects: 0, linesSent: 0, refused: 0 };
+  private counters = { slowDisconnects: 0, linesSent: 0, refusedPerAddress: 0, refusedPending: 0 };
   private readonly perAddress = new Map<string, number>();
   private pendingCount = 0;
   private readonly streams = new Set<Promise<void>>();
@@ -122,7 +126,7 @@ export class EventSocketServer {
     let authenticated = 0;
     for (const set of this.bySvc.values()) authenticated += set.size;
     for (const c of this.clients) if (c.stream && c.state === 'authenticated') authenticated++;
-    return { connected: this.clients.size, authenticated, ...this.counters };
+    return { connected: this.clients.size, authenticated, refused: this.counters.refusedPerAddress + this.counters.refusedPending, ...this.counters };
   }
 
   /** Stops accepting, ends the subscription and closes every client (destroyed after `graceMs`). */
@@ -214,8 +218,10 @@ export class EventSocketServer {
     }
     const address = socket.remoteAddress ?? '';
     const fromAddress = this.perAddress.get(address) ?? 0;
-    if (fromAddress >= this.opts.maxConnectionsPerAddress || this.pendingCount >= this.opts.maxPendingConnections) {
-      this.counters.refused++;
+    const overAddress = fromAddress >= this.opts.maxConnectionsPerAddress;
+    if (overAddress || this.pendingCount >= this.opts.maxPendingConnections) {
+      if (overAddress) this.counters.refusedPerAddress++;
+      else this.counters.refusedPending++;
       socket.on('error', () => {});
       socket.destroy();
       return;

@@ -1,6 +1,6 @@
 /** Parameter coercion of CONTRACT section 2 (src/http/params.ts). */
 import { describe, expect, it } from 'vitest';
-import { coerce, toJsonSchema, type ParamSpecs } from '../../../src/http/params.js';
+import { coerce, lastValues, normalize, toJsonSchema, type ParamSpecs } from '../../../src/http/params.js';
 import { AppError } from '../../../src/domain/errors.js';
 
 const refuses = (specs: ParamSpecs, input: Record<string, unknown>, field: string) => {
@@ -94,6 +94,23 @@ describe('coerce', () => {
   it('a repeated query parameter takes its last value; unknown parameters are ignored', () => {
     const specs = { 'svc-id': { type: 'integer' } } as const;
     expect(coerce(specs, { 'svc-id': ['1', '2'], other: 'x' })).toEqual({ 'svc-id': 2 });
+  });
+
+  it('a JSON array or object for a single value is refused naming it, never read as an item', () => {
+    const specs = { 'svc-id': { type: 'integer' }, number: { type: 'phone' }, on: { type: 'boolean' }, ids: { type: 'list' } } as const;
+    const refusesNow = (input: Record<string, unknown>, field: string) => {
+      expect(() => normalize(specs, input)).toThrow(AppError);
+      expect(() => normalize(specs, input)).toThrow(field);
+    };
+    refusesNow({ 'svc-id': ['1'] }, 'svc-id');
+    refusesNow({ number: ['9876543210'] }, 'number');
+    refusesNow({ on: [true] }, 'on');
+    refusesNow({ number: { a: 1 } }, 'number');
+    refusesNow({ ids: { a: 'x' } }, 'ids');
+    expect(normalize(specs, { ids: ['a', 'b'] })).toEqual({ ids: ['a', 'b'] });
+    expect(lastValues({ a: ['1', '2'], b: 'x' })).toEqual({ a: '2', b: 'x' });
+    const plain = { a: '1' };
+    expect(lastValues(plain)).toBe(plain);
   });
 
   it('documents the parameters as JSON Schema', () => {
