@@ -20,11 +20,23 @@ interface Doc {
 interface CompiledOperation {
   statuses: Map<string, Map<string, ValidateFunction | null>>;
 }
-interface Checker {
+export interface Checker {
   routes: { re: RegExp; method: string; op: CompiledOperation }[];
 }
 
-const checkers = new WeakMap<object, Checker>();
+/** One per route table: building the document and compiling its schemas takes a few hundred ms. */
+const checkers = new Map<string, Checker>();
+
+/**
+ * The checker of an app's answers, made now (a test server's start calls this, so the work is not
+ * done on the server's thread in the middle of a test, where it would stretch a rate window).
+ */
+export function answerChecker(app: { routeList: unknown; swagger(): unknown }): Checker {
+  const key = JSON.stringify(app.routeList);
+  let checker = checkers.get(key);
+  if (!checker) checkers.set(key, (checker = checkerFor(app.swagger() as Doc)));
+  return checker;
+}
 
 /** OpenAPI 3.0 schemas as JSON Schema: `nullable` is Ajv's own keyword; `example` is only a note. */
 function checkerFor(doc: Doc): Checker {
@@ -61,12 +73,10 @@ function rewriteRefs(schema: unknown): unknown {
 }
 
 /**
- * What is wrong with `res` as the answer to `method pathAndQuery` under `doc`, or null. Paths the
+ * What is wrong with `res` as the answer to `method pathAndQuery`, or null. Paths the
  * document does not hold (hidden routes, unknown URLs) are not checked.
  */
-export async function checkAnswer(doc: object, method: string, pathAndQuery: string, res: Response): Promise<string | null> {
-  let checker = checkers.get(doc);
-  if (!checker) checkers.set(doc, (checker = checkerFor(doc as Doc)));
+export async function checkAnswer(checker: Checker, method: string, pathAndQuery: string, res: Response): Promise<string | null> {
   const path = pathAndQuery.split('?')[0]!;
   const route = checker.routes.find((r) => r.method === method && r.re.test(path));
   if (!route) return null;
