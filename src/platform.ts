@@ -26,6 +26,7 @@ import { localReadSync, remoteReadSync } from './projections/read-sync.js';
 import { buildApp } from './http/app.js';
 import { applyProvisioning } from './commands/provisioning/provision.js';
 import { loadSigningKey, RecordingSigner } from './domain/recording.js';
+import { CursorCodec } from './domain/cursor.js';
 import { SimulatedSwitch } from './gateways/switch/simulator.js';
 import { CallFlow } from './workers/call-flow/manager.js';
 import { startSmsSender } from './workers/sms/sender.js';
@@ -177,7 +178,9 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   const startHead = await events.headPosition();
   const runner = config.roles.has('projector') ? new ProjectionRunner(events, reads, projections, { logger }) : null;
   const sync = runner ? localReadSync(events, runner) : remoteReadSync(events, reads, projections.map((p) => p.name));
-  const signer = new RecordingSigner(await loadSigningKey(events), config.publicBaseUrl);
+  const platformKey = await loadSigningKey(events);
+  const signer = new RecordingSigner(platformKey, config.publicBaseUrl);
+  const cursors = new CursorCodec(platformKey);
   const sms = options.sms ?? new SimulatedSmsGateway(reads, now);
   const projectedPosition = async () => {
     if (runner) return runner.position;
@@ -211,7 +214,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     : config.embeddedThreads && canRunAnalyticsThread(log)
       ? analyticsThread(log, analyticsStore, logger)
       : analyticsProjector(events, analyticsStore, logger);
-  const ctx: Context = { config, events, reads, queue, sync, logger, now, signer, sms, metrics, readiness, analytics };
+  const ctx: Context = { config, events, reads, queue, sync, logger, now, signer, cursors, sms, metrics, readiness, analytics };
   const app = config.roles.has('api') ? await buildApp(ctx) : null;
   const callFlow = config.roles.has('worker')
     ? new CallFlow(ctx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
