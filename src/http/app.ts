@@ -6,7 +6,7 @@ import multipart from '@fastify/multipart';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { Redis } from 'ioredis';
+import { keyPrefix, openRedis } from '../gateways/redis-client.js';
 import type { Context } from '../context.js';
 import { AppError, unauthorized } from '../domain/errors.js';
 import { Authenticator, type Connection } from './auth/authenticator.js';
@@ -125,7 +125,7 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     // With REDIS_URL the counters live in Redis, so the limit holds across every `api` process.
     // Commands fail at once while Redis is away, and then the request is let through (skipOnError):
     // an outage of the counter store must not take the API down with it.
-    const redis = ctx.config.redisUrl ? new Redis(ctx.config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000, commandTimeout: 2000 }) : undefined;
+    const redis = ctx.config.redisUrl ? openRedis(ctx.config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000, commandTimeout: 2000 }) : undefined;
     if (redis) {
       redis.on('error', (err) => ctx.logger.debug({ err: String(err) }, 'rate limit: redis error'));
       app.addHook('onClose', async () => {
@@ -134,7 +134,7 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     }
     await app.register(rateLimit, {
       global: true,
-      ...(redis ? { redis, nameSpace: `${ctx.config.redisPrefix}:rate:`, skipOnError: true } : {}),
+      ...(redis ? { redis, nameSpace: `${keyPrefix(ctx.config.redisUrl!, ctx.config.redisPrefix)}:rate:`, skipOnError: true } : {}),
       max: ctx.config.rateLimitRps,
       timeWindow: 1000,
       keyGenerator: rateKey,
