@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from 'ioredis';
 import { BullmqJobQueue } from '../../src/gateways/queue/bullmq.js';
+import { RedisLease } from '../../src/gateways/lease/redis.js';
 import { jobQueueContract } from './queue.contract.js';
 import { clusterUnavailable, startRedisCluster, type RedisClusterHandle } from '../support/redis-cluster.js';
 import { until } from '../support/until.js';
@@ -28,6 +29,26 @@ if (missing) {
 
   jobQueueContract('BullMQ (Redis Cluster)', {
     open: async (name) => new BullmqJobQueue(cluster!.url, { prefix: `${run}-${name}`, lockDurationMs: 600, stalledIntervalMs: 300 }),
+  });
+
+  describe('the worker lease on a Redis Cluster', () => {
+    it('has one holder at a time and a larger fencing token for each new holding (its two keys in one slot)', async () => {
+      const a = new RedisLease(cluster!.url, 'worker', 60_000, `${run}-lease`);
+      const b = new RedisLease(cluster!.url, 'worker', 60_000, `${run}-lease`);
+      try {
+        expect(await a.tryAcquire()).toBe(true);
+        expect(await b.tryAcquire()).toBe(false);
+        const first = a.token!;
+        await a.release();
+        expect(await b.tryAcquire()).toBe(true);
+        expect(b.token!).toBeGreaterThan(first);
+        expect(await a.renew()).toBe(false);
+        await b.release();
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
   });
 
   describe('BullMQ keys on a Redis Cluster', () => {
