@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import path from 'node:path';
+import { kurrentDbUrlProblem, mongoDbUrlProblem, parseRedisUrl } from './gateways/connection-strings.js';
 
 export type Role = 'api' | 'socket' | 'worker' | 'projector';
 const ALL_ROLES: Role[] = ['api', 'socket', 'worker', 'projector'];
@@ -109,6 +110,30 @@ function redact(raw: string): string {
   return raw.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
 }
 
+/**
+ * A server's connection string as its driver takes it (multi-host forms included), checked by the
+ * driver's own parser (gateways/connection-strings.ts); the message names the variable and never
+ * shows the password, even where the driver's own message quotes part of the string.
+ */
+function connectionString(env: Env, name: string, problem: (raw: string) => string | null): string | undefined {
+  const raw = env[name]?.trim();
+  if (!raw) return undefined;
+  const why = problem(raw);
+  if (why === null) return raw;
+  const password = /\/\/[^:/@]*:([^@/]*)@/.exec(raw)?.[1];
+  const said = (password ? why.split(password).join('***') : why).split('\n')[0]!.replace(/\.$/, '');
+  throw new ConfigError(`${name} is not a connection string its driver takes (${said}), got "${redact(raw)}"`);
+}
+
+const redisProblem = (raw: string): string | null => {
+  try {
+    parseRedisUrl(raw);
+    return null;
+  } catch (err) {
+    return (err as Error).message;
+  }
+};
+
 function bool(env: Env, name: string, dflt: boolean): boolean {
   const raw = env[name];
   if (raw === undefined || raw === '') return dflt;
@@ -188,9 +213,9 @@ export function loadConfig(env: Env = process.env): Config {
     socketPort: port(env, 'SOCKET_PORT', 8989),
     socketMaxPerAddress: int(env, 'SOCKET_MAX_PER_ADDRESS', 1024, 1),
     dataDir: path.resolve(env.DATA_DIR || './data'),
-    eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kurrentdb+discover', 'kurrent', 'kurrent+discover']),
-    mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']),
-    redisUrl: url(env, 'REDIS_URL', ['redis', 'rediss']),
+    eventStoreUrl: connectionString(env, 'EVENTSTORE_URL', kurrentDbUrlProblem),
+    mongodbUrl: connectionString(env, 'MONGODB_URL', mongoDbUrlProblem),
+    redisUrl: connectionString(env, 'REDIS_URL', redisProblem),
     redisPrefix: redisPrefix(env),
     healthPort: env.HEALTH_PORT?.trim() ? port(env, 'HEALTH_PORT', 0) : undefined,
     roles,

@@ -6,6 +6,7 @@ import type { ReadStore } from './gateways/read-store/port.js';
 import type { JobQueue } from './gateways/queue/port.js';
 import type { ReadSync } from './projections/read-sync.js';
 import type { RecordingSigner } from './domain/recording.js';
+import type { CursorCodec } from './domain/cursor.js';
 import type { SmsGateway } from './gateways/sms/port.js';
 import type { PlatformMetrics } from './ops/metrics.js';
 import type { Readiness } from './ops/readiness.js';
@@ -21,6 +22,8 @@ export interface Context {
   logger: Logger;
   /** Signs and checks recording URLs. */
   signer: RecordingSigner;
+  /** Makes and checks the live event streams' resume cursors (signed: only the server makes them). */
+  cursors: CursorCodec;
   /** The SMS provider (simulator by default). */
   sms: SmsGateway;
   /** Prometheus metrics of this process (GET /metrics). */

@@ -26,6 +26,7 @@ import { localReadSync, remoteReadSync } from './projections/read-sync.js';
 import { buildApp } from './http/app.js';
 import { applyProvisioning } from './commands/provisioning/provision.js';
 import { loadSigningKey, RecordingSigner } from './domain/recording.js';
+import { CursorCodec } from './domain/cursor.js';
 import { SimulatedSwitch } from './gateways/switch/simulator.js';
 import { CallFlow } from './workers/call-flow/manager.js';
 import { startSmsSender } from './workers/sms/sender.js';
@@ -48,13 +49,24 @@ export const WORKER_REDIS_LEASE_TTL_MS = 5_000;
 
 /**
  * Where the worker lease lives: in DATA_DIR beside the embedded event store (every process of a
- * deployment shares it); in Redis when the event store is a server and processes may share no disk.
+ * deployment shares it, as it shares the log); in Redis when the event store is a server and
+ * processes may share no disk. A worker of a split deployment (ROLES without every role) on a
+ * server event store with no shared lease is refused: a file lease is local to one host, and two
+ * hosts would each hold their own.
  */
 export function openWorkerLease(config: Config): Lease {
   if (config.eventStoreUrl && config.redisUrl) return new RedisLease(config.redisUrl, 'worker', WORKER_REDIS_LEASE_TTL_MS, config.redisPrefix);
+  if (config.eventStoreUrl && config.roles.size < ALL_ROLE_COUNT) {
+    throw new ConfigError(
+      `ROLES=${[...config.roles].join(',')} with EVENTSTORE_URL needs a worker lease all hosts share: set REDIS_URL (the file lease in DATA_DIR is local to one host)`,
+    );
+  }
   return new SqliteLease(path.join(config.dataDir, 'lease.db'), 'worker', WORKER_LEASE_TTL_MS);
 }
-import { useSnapshots } from './commands/aggregate-cache.js';
+
+const ALL_ROLE_COUNT = 4;
+import { shareAggregateCache, useSnapshots } from './commands/aggregate-cache.js';
+import { Fence } from './gateways/event-store/fence.js';
 import { SqliteSnapshotStore } from './gateways/snapshot-store/sqlite.js';
 import { HotReadStore } from './gateways/read-store/hot.js';
 
@@ -156,6 +168,8 @@ export function openJobQueue(config: Config, logger?: Logger, now: () => number 
 }
 
 export async function createPlatform(config: Config, options: { logger?: Logger; now?: () => number; sms?: SmsGateway; queue?: JobQueue } = {}): Promise<Platform> {
+  // First: a worker that cannot have a shared lease is refused before anything opens.
+  const lease = config.roles.has('worker') ? openWorkerLease(config) : null;
   const logger = options.logger ?? createLogger(config);
   const now = options.now ?? Date.now;
   const metrics = new PlatformMetrics();
@@ -177,7 +191,9 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   const startHead = await events.headPosition();
   const runner = config.roles.has('projector') ? new ProjectionRunner(events, reads, projections, { logger }) : null;
   const sync = runner ? localReadSync(events, runner) : remoteReadSync(events, reads, projections.map((p) => p.name));
-  const signer = new RecordingSigner(await loadSigningKey(events), config.publicBaseUrl);
+  const platformKey = await loadSigningKey(events);
+  const signer = new RecordingSigner(platformKey, config.publicBaseUrl);
+  const cursors = new CursorCodec(platformKey);
   const sms = options.sms ?? new SimulatedSmsGateway(reads, now);
   const projectedPosition = async () => {
     if (runner) return runner.position;
@@ -211,12 +227,17 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     : config.embeddedThreads && canRunAnalyticsThread(log)
       ? analyticsThread(log, analyticsStore, logger)
       : analyticsProjector(events, analyticsStore, logger);
-  const ctx: Context = { config, events, reads, queue, sync, logger, now, signer, sms, metrics, readiness, analytics };
+  const ctx: Context = { config, events, reads, queue, sync, logger, now, signer, cursors, sms, metrics, readiness, analytics };
+  // The worker appends through the fence: once a newer worker holding armed it, this one's appends are refused.
+  const fence = new Fence(events);
+  const workerEvents = fence.guard(events);
+  shareAggregateCache(workerEvents, events);
+  const workerCtx: Context = { ...ctx, events: workerEvents };
   const app = config.roles.has('api') ? await buildApp(ctx) : null;
   const callFlow = config.roles.has('worker')
-    ? new CallFlow(ctx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
+    ? new CallFlow(workerCtx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
     : null;
-  const dialer = config.roles.has('worker') ? new DialerEngine(ctx) : null;
+  const dialer = config.roles.has('worker') ? new DialerEngine(workerCtx) : null;
   const socket = config.roles.has('socket') ? new EventSocketServer(ctx, { host: config.host, port: config.socketPort, maxConnectionsPerAddress: config.socketMaxPerAddress }) : null;
   if (socket) {
     metrics.sources.socketClients = () => socket.stats().authenticated;
@@ -231,18 +252,18 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   let delivery: DeliveryWorker | null = null;
   // The worker owns the switch and runs once: everything it does, crash recovery first, runs only
   // while this process holds the lease; a second worker waits as a standby and takes over.
-  const workerLease = config.roles.has('worker')
+  const workerLease = lease
     ? new LeaseKeeper(
-        openWorkerLease(config),
+        lease,
         {
           async start() {
             // A worker killed before us held its running jobs' claims; only this process runs jobs now.
             await ctx.queue.takeOverRunning?.();
             await callFlow!.start();
-            followers.push(await startSmsSender(ctx));
-            followers.push(await startScheduledCalls(ctx));
+            followers.push(await startSmsSender(workerCtx));
+            followers.push(await startScheduledCalls(workerCtx));
             await dialer!.start();
-            delivery = await startDeliveryWorker(ctx);
+            delivery = await startDeliveryWorker(workerCtx);
           },
           async stop() {
             if (delivery) await delivery.stop();
@@ -253,6 +274,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
           },
         },
         logger,
+        { fence },
       )
     : null;
 

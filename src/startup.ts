@@ -12,6 +12,8 @@ export function startupProblem(err: unknown, config: Config): string | null {
   if (name === 'MongoServerSelectionError' || name === 'MongoParseError' || name === 'MongoAPIError') {
     return `MONGODB_URL: ${(err as Error).message.split('\n')[0]}`;
   }
+  // The database the URL names differs only in case from one the server has: it cannot be created.
+  if ((err as { code?: unknown } | undefined)?.code === 13297) return `MONGODB_URL: its database differs only in case from one the server has (${(err as Error).message.split('\n')[0]})`;
   const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
   switch (e?.code) {
     case 'EADDRINUSE':

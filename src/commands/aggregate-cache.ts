@@ -265,6 +265,14 @@ export function aggregateCache(store: EventStore): AggregateCache {
   return cache;
 }
 
+/**
+ * Makes `alias` (a wrapper of `store`: the worker's fenced store) use `store`'s cache, so commands
+ * through either decide on the same cached states.
+ */
+export function shareAggregateCache(alias: EventStore, store: EventStore) {
+  caches.set(alias, aggregateCache(store));
+}
+
 /** Gives a store's aggregate cache a snapshot store (platform start-up). */
 export function useSnapshots(store: EventStore, snapshots: SnapshotStore) {
   aggregateCache(store).snapshots = snapshots;

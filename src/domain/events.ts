@@ -90,3 +90,5 @@ export type UsernameEvent =
 export type RecordingKeyCreated = DomainEvent<'RecordingKeyCreated', { key: string }>;
 /** Deliveries caused by events from position `from` on have time-ordered ids (workers/delivery/id-order.ts). */
 export type DeliveryIdsOrdered = DomainEvent<'DeliveryIdsOrdered', { from: number }>;
+/** A worker holding's fencing token (stream `worker-fence`, gateways/event-store/fence.ts): older holdings' appends are refused from here on. */
+export type WorkerFenced = DomainEvent<'WorkerFenced', { token: number }>;

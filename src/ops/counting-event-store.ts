@@ -11,8 +11,8 @@ export function countingAppends(store: EventStore, metrics: PlatformMetrics): Ev
     metrics.eventsAppended(events.length);
     return result;
   };
-  const appendToStreams: EventStore['appendToStreams'] = async (appends: StreamAppend[]) => {
-    const result = await store.appendToStreams(appends);
+  const appendToStreams: EventStore['appendToStreams'] = async (appends: StreamAppend[], options) => {
+    const result = await store.appendToStreams(appends, options);
     let n = 0;
     for (const a of appends) n += a.events.length;
     metrics.eventsAppended(n);

@@ -7,7 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { dropRedisKeys } from '../support/redis-keys.js';
 import { loadConfig } from '../../src/config.js';
 import { createPlatform, type Platform } from '../../src/platform.js';
 import { MongoDouble } from '../support/mongo-double/server.js';
@@ -75,7 +76,11 @@ describe('the platform on KurrentDB (gRPC double)', () => {
   });
 });
 
-describe('KurrentDB and MongoDB with roles that share no disk (the compose layout)', () => {
+// Processes that share no disk share the worker lease in Redis (a file lease would be each host's own).
+const redisUrl = inject('redisUrl');
+const redisPrefix = `ct-kdb-roles-${process.pid}-${Date.now().toString(36)}`;
+
+describe.skipIf(!redisUrl)('KurrentDB and MongoDB with roles that share no disk (the compose layout)', () => {
   const kdb = new KurrentDbDouble();
   const mongo = new MongoDouble();
   const projectorDir = mkdtempSync(path.join(tmpdir(), 'ct-kdb-projector-'));
@@ -83,7 +88,7 @@ describe('KurrentDB and MongoDB with roles that share no disk (the compose layou
   let api: TestServer;
 
   beforeAll(async () => {
-    const env = { EVENTSTORE_URL: await kdb.start(), MONGODB_URL: (await mongo.start(), mongo.url('nodisk')), SIM_ANSWER_MS: '30' };
+    const env = { EVENTSTORE_URL: await kdb.start(), MONGODB_URL: (await mongo.start(), mongo.url('nodisk')), REDIS_URL: redisUrl!, REDIS_PREFIX: redisPrefix, SIM_ANSWER_MS: '30' };
     projector = await createPlatform(
       loadConfig({ ...env, ROLES: 'projector,worker,socket', DATA_DIR: projectorDir, PORT: '0', SOCKET_PORT: '0', OPERATOR_TOKEN, LOG_LEVEL: 'silent' }),
       { logger: pino({ level: 'silent' }) },
@@ -98,6 +103,7 @@ describe('KurrentDB and MongoDB with roles that share no disk (the compose layou
     await kdb.stop();
     await mongo.stop();
     rmSync(projectorDir, { recursive: true, force: true });
+    if (redisUrl) await dropRedisKeys(redisUrl, `${redisPrefix}:*`);
   });
 
   it("an api process answers the analysts' export from models it builds from the log itself", async () => {

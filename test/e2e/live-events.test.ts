@@ -105,7 +105,12 @@ describe('live events over HTTP (SSE)', () => {
     const c = await sse('?svc-id=101');
     await patch('break=4', ASHA);
     const [m] = await c.waitFor(1);
+    // The position of a real message, in the unsigned form cursors had: anyone could have made it.
+    const real = s.platform.ctx.cursors.decode(101, m!.id!)!;
+    expect(real).toBeGreaterThan(0);
     for (const [query, headers] of [
+      [`?svc-id=101&after=${Buffer.from(`101.${real}`).toString('base64url')}`, {}],
+      ['?svc-id=101', { 'last-event-id': Buffer.from(`101.${real - 1}`).toString('base64url') }],
       ['?svc-id=103', { 'last-event-id': m!.id! }],
       [`?svc-id=103&after=${m!.id}`, {}],
       ['?svc-id=101&after=not-a-cursor', {}],

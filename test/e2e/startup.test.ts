@@ -43,7 +43,11 @@ describe('a bad setting', () => {
   it.each([
     [{ PORT: 'eighty' }, /^cloud-telephony: PORT must be a non-negative integer, got "eighty"$/],
     [{ LOG_LEVEL: 'loud' }, /^cloud-telephony: LOG_LEVEL must be one of/],
-    [{ REDIS_URL: 'localhost:6379' }, /^cloud-telephony: REDIS_URL must start with redis:\/\//],
+    [{ REDIS_URL: 'localhost:6379' }, /^cloud-telephony: REDIS_URL is not a connection string its driver takes \(must be redis:\/\//],
+    [{ EVENTSTORE_URL: 'kurrentdb://admin:hunter2@db:2113,db2:x' }, /^cloud-telephony: EVENTSTORE_URL is not a connection string its driver takes \(.*port number\), got "kurrentdb:\/\/admin:\*\*\*@db:2113,db2:x"$/],
+    [{ MONGODB_URL: 'mongodb://' }, /^cloud-telephony: MONGODB_URL is not a connection string its driver takes/],
+    // A worker host of a split deployment on a server event store: the file lease would be its own.
+    [{ ROLES: 'worker', EVENTSTORE_URL: 'kurrentdb://127.0.0.1:1?tls=false' }, /^cloud-telephony: ROLES=worker with EVENTSTORE_URL needs a worker lease all hosts share: set REDIS_URL/],
     [{ PROVISION_FILE: '/nonexistent/provisioning.json' }, /^cloud-telephony: PROVISION_FILE \/nonexistent\/provisioning\.json: ENOENT/],
   ])('%o is one line on stderr and exit code 2', (env, line) => {
     const r = spawnSync(process.execPath, [main()], { env: { ...baseEnv(), OPERATOR_TOKEN: 't', ...env }, encoding: 'utf8', timeout: 30_000 });

@@ -36,6 +36,28 @@ function leaseContract(name: string, open: (ttlMs: number) => Promise<Lease>) {
       await b.release();
     });
 
+    it('gives every new holding a larger fencing token; retaking a held lease keeps it', async () => {
+      const a = await lease();
+      const b = await lease();
+      expect(a.token).toBeNull();
+      expect(await a.tryAcquire()).toBe(true);
+      const first = a.token!;
+      expect(first).toBeGreaterThan(0);
+      expect(await a.tryAcquire()).toBe(true);
+      expect(a.token).toBe(first);
+      expect(await b.tryAcquire()).toBe(false);
+      expect(b.token).toBeNull();
+      await a.release();
+      expect(await b.tryAcquire()).toBe(true);
+      const second = b.token!;
+      expect(second).toBeGreaterThan(first);
+      await b.release();
+      expect(b.token).toBeNull();
+      expect(await a.tryAcquire()).toBe(true);
+      expect(a.token!).toBeGreaterThan(second);
+      await a.release();
+    });
+
     it('runs out after its TTL without renewal; the old holder then finds it lost', async () => {
       const a = await lease(300);
       const b = await lease(300);
@@ -43,6 +65,8 @@ function leaseContract(name: string, open: (ttlMs: number) => Promise<Lease>) {
       expect(await b.tryAcquire()).toBe(false);
       await until(() => b.tryAcquire(), 'the lease to run out', 5000, 50);
       expect(await a.renew()).toBe(false);
+      // The holding that outlived a's has the larger token: a's decisions can be refused against it.
+      expect(b.token!).toBeGreaterThan(a.token!);
       await b.release();
     });
   });

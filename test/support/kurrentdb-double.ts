@@ -8,6 +8,12 @@
  *
  * It is NOT KurrentDB: it proves the adapter's mapping and recovery logic against the client,
  * never the server's own behaviour (durability, clustering, its real metadata encoding, ...).
+ * Where the adapter relies on the server, it is as strict as KurrentDB 25.1's sources say the server
+ * is: a read or subscription of $all from a position that is no event's fails; an append whose ids
+ * are already stored is a no-op only when they are the stream's events right after the expected
+ * revision, or (expected `any`) when they are in the cache of recent ids, which a restart empties
+ * (`forgetRecentIds`); a multi-stream append names each stream once, compared ignoring case, and
+ * one mixing streams already holding its events with new ones fails INTERNAL.
  */
 import { createRequire } from 'node:module';
 import { randomUUID } from 'node:crypto';
@@ -69,6 +75,8 @@ export class KurrentDbDouble {
   readonly calls = { read: 0, subscribe: 0, append: 0, batchAppend: 0, appendSession: 0 };
   private loseNextAnswers = 0;
   private refuseNextAppends = 0;
+  /** Ids appended since the (simulated) server started: its idempotency cache for `any` appends. */
+  private readonly recentIds = new Set<string>();
 
   constructor(private readonly options: DoubleOptions = {}) {
     this.version = options.version ?? '25.1.0';
@@ -126,6 +134,11 @@ export class KurrentDbDouble {
     this.refuseNextAppends = n;
   }
 
+  /** Empties the cache of recent ids, as a server restart does: `any` appends of old ids store them again. */
+  forgetRecentIds() {
+    this.recentIds.clear();
+  }
+
   /** Appends an event the server itself would write (a `$`-type in a `$`-stream). */
   appendSystemEvent(streamId: string, type: string): StoredEvent {
     return this.store(streamId, [{ id: randomUUID(), type, contentType: 'application/json', data: Buffer.from('{}'), metadata: Buffer.alloc(0) }]).at(-1)!;
@@ -148,18 +161,34 @@ export class KurrentDbDouble {
       this.nextPosition += 100 + e.data.length + e.metadata.length;
       const stored: StoredEvent = { ...e, streamId, revision: ++revision, created, position: this.nextPosition };
       this.log.push(stored);
+      this.recentIds.add(stored.id);
       out.push(stored);
     }
     queueMicrotask(() => this.pump());
     return out;
   }
 
-  /** Events already in the stream by id: a retried append of them is a no-op, as on the server. */
-  private idempotent(streamId: string, ids: string[]): StoredEvent[] | null {
+  /**
+   * A retried append of events already stored is a no-op, as on the server: with an expected
+   * revision, when they are the stream's events right after it; with `any` (or `stream_exists`),
+   * only when their ids are in the cache of recent ones.
+   */
+  private idempotent(streamId: string, expected: number | 'any' | 'no_stream' | 'stream_exists', ids: string[]): StoredEvent[] | null {
+    if (ids.length === 0) return null;
     const inStream = this.log.filter((e) => e.streamId === streamId);
+    if (typeof expected === 'number' || expected === 'no_stream') {
+      const from = (expected === 'no_stream' ? -1 : expected) + 1;
+      const at = ids.map((id, i) => inStream.find((e) => e.revision === from + i && e.id === id));
+      return at.every(Boolean) ? (at as StoredEvent[]) : null;
+    }
+    if (!ids.every((id) => this.recentIds.has(id))) return null;
     const known = ids.map((id) => inStream.find((e) => e.id === id));
-    if (ids.length > 0 && known.every(Boolean)) return known as StoredEvent[];
-    return null;
+    return known.every(Boolean) ? (known as StoredEvent[]) : null;
+  }
+
+  /** Whether `position` is where an event is (or the start): the only places a read of $all may start. */
+  private boundary(position: number): boolean {
+    return position === 0 || this.log.some((e) => e.position === position);
   }
 
   private checkExpected(streamId: string, expected: number | 'any' | 'no_stream' | 'stream_exists'): number | null {
@@ -219,8 +248,9 @@ export class KurrentDbDouble {
       const resp = new streamsPb.ReadResp();
       resp.setConfirmation(confirmation);
       call.write(resp);
-      // A subscription starts strictly after the position it is given.
+      // A subscription starts strictly after the position it is given, which must be an event's.
       const after = all.hasPosition() ? Number(all.getPosition().getCommitPosition()) : all.hasEnd() ? this.nextPosition : 0;
+      if (all.hasPosition() && !this.boundary(after)) return fail(call, grpc.status.INVALID_ARGUMENT, `position ${after} is not an event's position`);
       const live: Live = { call, after, filter, pending: false };
       this.live.add(live);
       call.on('cancelled', () => this.live.delete(live));
@@ -229,6 +259,9 @@ export class KurrentDbDouble {
       return;
     }
     this.calls.read++;
+    if (all.hasPosition() && !this.boundary(Number(all.getPosition().getCommitPosition()))) {
+      return fail(call, grpc.status.INVALID_ARGUMENT, `position ${all.getPosition().getCommitPosition()} is not an event's position`);
+    }
     // Reading $all from a position includes the event at that position.
     let selected: StoredEvent[];
     if (backwards) {
@@ -325,7 +358,7 @@ export class KurrentDbDouble {
       data: Buffer.from(m.getData_asU8()),
       metadata: Buffer.from(m.getCustomMetadata_asU8()),
     }));
-    const done = this.idempotent(streamId, events.map((e) => e.id));
+    const done = this.idempotent(streamId, expected, events.map((e) => e.id));
     if (done) return { ok: true as const, revision: done.at(-1)!.revision, position: done.at(-1)!.position };
     const actual = this.checkExpected(streamId, expected);
     if (actual !== null) return { ok: false as const, actual };
@@ -430,14 +463,15 @@ export class KurrentDbDouble {
     const requests: any[] = [];
     call.on('data', (req: any) => requests.push(req));
     call.on('end', () => {
+      // The server compares a session's streams ignoring case (StreamsService, AppendRequestComparer).
       const seen = new Set<string>();
       for (const r of requests) {
-        if (seen.has(r.getStream())) {
+        if (seen.has(r.getStream().toLowerCase())) {
           const d = new v2ErrorsPb.StreamAlreadyInAppendSessionErrorDetails();
           d.setStream(r.getStream());
           return cb(richError(grpc.status.ABORTED, `stream ${r.getStream()} appears twice in one session`, 'StreamAlreadyInAppendSessionErrorDetails', d));
         }
-        seen.add(r.getStream());
+        seen.add(r.getStream().toLowerCase());
       }
       const parsed = requests.map((r) => {
         const raw = Number(r.getExpectedRevision());
@@ -458,9 +492,12 @@ export class KurrentDbDouble {
       });
       const fault = this.takeFault();
       if (fault === 'refuse') return cb({ code: grpc.status.UNAVAILABLE, details: 'injected: not stored' });
+      // Some streams already holding their events, others new: the server fails the whole session.
+      const stored = parsed.map((p) => this.idempotent(p.stream, p.expected, p.events.map((e: { id: string }) => e.id)));
+      if (stored.some(Boolean) && !stored.every(Boolean)) return cb({ code: grpc.status.INTERNAL, details: 'AppendSession completed in error with unexpected result' });
       // All streams are checked before anything is stored: the session is one transaction.
-      for (const p of parsed) {
-        if (this.idempotent(p.stream, p.events.map((e: { id: string }) => e.id))) continue;
+      for (const [i, p] of parsed.entries()) {
+        if (stored[i]) continue;
         const actual = this.checkExpected(p.stream, p.expected);
         if (actual === null) continue;
         const d = new v2ErrorsPb.StreamRevisionConflictErrorDetails();
@@ -471,14 +508,13 @@ export class KurrentDbDouble {
       }
       const resp = new v2Pb.AppendSessionResponse();
       let last = 0;
-      for (const p of parsed) {
-        const done = this.idempotent(p.stream, p.events.map((e: { id: string }) => e.id));
-        const stored = done ?? this.store(p.stream, p.events);
+      for (const [i, p] of parsed.entries()) {
+        const written = stored[i] ?? this.store(p.stream, p.events);
         const out = new v2Pb.AppendResponse();
         out.setStream(p.stream);
-        out.setStreamRevision(String(stored.at(-1)?.revision ?? this.streamRevision(p.stream)));
-        out.setPosition(String(stored.at(-1)?.position ?? 0));
-        last = Math.max(last, stored.at(-1)?.position ?? 0);
+        out.setStreamRevision(String(written.at(-1)?.revision ?? this.streamRevision(p.stream)));
+        out.setPosition(String(written.at(-1)?.position ?? 0));
+        last = Math.max(last, written.at(-1)?.position ?? 0);
         resp.addOutput(out);
       }
       resp.setPosition(String(last));

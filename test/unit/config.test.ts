@@ -38,7 +38,7 @@ describe('loadConfig', () => {
     expect(refused({ LOG_LEVEL: 'loud' })).toMatch(/^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent/);
     expect(refused({ ROLES: 'api,web' })).toMatch(/^ROLES: unknown role "web"/);
     expect(refused({ WEBHOOK_RETRY_MS: '1000,soon' })).toMatch(/^WEBHOOK_RETRY_MS must be a comma-separated list/);
-    expect(refused({ REDIS_URL: 'localhost:6379' })).toMatch(/^REDIS_URL must start with redis:\/\/ or rediss:\/\//);
+    expect(refused({ REDIS_URL: 'localhost:6379' })).toMatch(/^REDIS_URL is not a connection string its driver takes \(must be redis:\/\/host:port/);
     expect(refused({ PUBLIC_BASE_URL: 'example.com' })).toMatch(/^PUBLIC_BASE_URL must/);
     expect(refused({ EMBEDDED_THREADS: 'yes' })).toBe('EMBEDDED_THREADS must be on, off or auto (or true, false), got "yes"');
     for (const m of [refused({ OTP_TTL_S: '0' }), refused({ PORT: '-1' })]) expect(m.split('\n')).toHaveLength(1);
@@ -56,6 +56,41 @@ describe('loadConfig', () => {
     expect(c.redisUrl).toBe('redis://127.0.0.1:6379');
     expect(c.logLevel).toBe('debug');
     expect(c.publicBaseUrl).toBe('https://tel.example.com');
+  });
+
+  it("takes every multi-host form the drivers take, and refuses a malformed one naming the variable (the drivers' parsers)", () => {
+    const good = {
+      EVENTSTORE_URL: [
+        'kurrentdb+discover://a:2113,b:2113,c:2113',
+        'kurrentdb://admin:changeit@a:2113,b:2113,c:2113?tls=false&nodePreference=leader',
+        'kdb://db.internal:2113?tls=false',
+        'kdb+discover://cluster.internal:2113',
+        'esdb://localhost:2113?tls=false',
+        'esdb+discover://a:2113,b:2113',
+      ],
+      MONGODB_URL: ['mongodb://a,b,c/?replicaSet=rs0', 'mongodb://u:p@a:27017,b:27018/telephony?replicaSet=rs0&w=majority', 'mongodb+srv://u:p@cluster0.example.net/telephony'],
+      REDIS_URL: ['redis://127.0.0.1:6379', 'rediss://:pw@cache:6380/2', 'redis+cluster://a:7000,b:7001,c:7002', 'rediss+cluster://u:pw@[::1]:7000'],
+    };
+    for (const [name, urls] of Object.entries(good)) for (const u of urls) expect(() => loadConfig({ [name]: u }), u).not.toThrow();
+    expect(loadConfig({ EVENTSTORE_URL: good.EVENTSTORE_URL[0]! }).eventStoreUrl).toBe('kurrentdb+discover://a:2113,b:2113,c:2113');
+    const bad: [string, string, RegExp][] = [
+      ['EVENTSTORE_URL', 'kurrentdb://a:x', /port number/],
+      ['EVENTSTORE_URL', 'kurrentdb://a:2113?tls=maybe', /true or false/],
+      ['EVENTSTORE_URL', 'kurrentdb://admin:hunter2@', /host/],
+      ['EVENTSTORE_URL', 'http://a:2113', /must start with kurrentdb:\/\//],
+      ['MONGODB_URL', 'mongodb+srv://a,b/x', /multiple service names/],
+      ['MONGODB_URL', 'mongodb://admin:hunter2@a:x', /parse/],
+      ['MONGODB_URL', 'mongodb://', /host list/],
+      ['REDIS_URL', 'redis://a:6379,b:6379', /redis\+cluster:\/\//],
+      ['REDIS_URL', 'redis+cluster://a:99999', /not host:port/],
+    ];
+    for (const [name, u, why] of bad) {
+      const m = refused({ [name]: u });
+      expect(m, u).toMatch(new RegExp(`^${name} is not a connection string its driver takes`));
+      expect(m, u).toMatch(why);
+      expect(m, u).not.toContain('hunter2');
+      expect(m.split('\n')).toHaveLength(1);
+    }
   });
 
   it('takes a Redis key prefix (default ct) and an optional health port for processes without the api role', () => {

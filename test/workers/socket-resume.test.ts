@@ -8,7 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exampleDoc, startProvisioned, type TestServer } from '../support/server.js';
 import { LineClient, appendLegs, legData } from '../support/socket-client.js';
 import { EventSocketServer } from '../../src/workers/socket/server.js';
-import { encodeCursor } from '../../src/domain/cursor.js';
+import { randomBytes } from 'node:crypto';
+import { CursorCodec } from '../../src/domain/cursor.js';
+
+/** The unsigned form cursors had before they were signed: anyone could make one. */
+const unsigned = (svcId: number, position: number) => Buffer.from(`${svcId}.${position}`).toString('base64url');
 import { until } from '../support/until.js';
 
 function twoServices() {
@@ -103,11 +107,18 @@ describe('resumable event socket', () => {
   it('a cursor never given, or given on another service, is Invalid cursor and the connection closes', async () => {
     const other = await track(LineClient.authed(port, 202, 'k-202_secret@now'));
     await ring(202, 40);
+    await ring(101, 41);
     await other.waitForEvents(1);
     const of202 = other.events()[0]!.cursor as string;
     const head = await s.platform.ctx.events.headPosition();
     const provisioningEvent = (await s.platform.ctx.events.readAll({ maxCount: 1 }))[0]!.position;
-    for (const cursor of [of202, 'garbage', '', encodeCursor(101, head + 1000), encodeCursor(101, provisioningEvent), 'MTAxLjE', '-1']) {
+    // A real event of service 101: made up, its cursor names an event boundary of the right
+    // service all the same, which is what a log check would accept; only the server's signature tells.
+    const of101 = (await s.platform.ctx.events.readAll({ after: head - 5 })).filter((e) => (e.data as { svcId?: number } | null)?.svcId === 101).at(-1)!.position;
+    const forged = [unsigned(101, of101), unsigned(101, head + 1000), unsigned(101, provisioningEvent), new CursorCodec(randomBytes(32)).encode(101, of101)];
+    // A position past the head, signed by this server (a log restored from an older backup).
+    forged.push(s.platform.ctx.cursors.encode(101, head + 1000));
+    for (const cursor of [of202, 'garbage', '', ...forged, 'MTAxLjE', '-1']) {
       const c = await track(LineClient.connect(port));
       c.send(`101:k-101-secret@${cursor}\n`);
       await c.waitClosed();
@@ -162,7 +173,7 @@ describe('socket connection caps', () => {
   it('caps connections per address and connections without an accepted key', async () => {
     const s = await startProvisioned();
     const server = new EventSocketServer(
-      { events: s.platform.ctx.events, reads: s.platform.ctx.reads, sync: s.platform.ctx.sync, logger: pino({ level: 'silent' }) },
+      { events: s.platform.ctx.events, reads: s.platform.ctx.reads, sync: s.platform.ctx.sync, cursors: s.platform.ctx.cursors, logger: pino({ level: 'silent' }) },
       { host: '127.0.0.1', port: 0, maxConnectionsPerAddress: 5, maxPendingConnections: 3 },
     );
     const { port } = await server.start();

@@ -92,10 +92,28 @@ export function isAmbiguous(err: unknown): boolean {
   return type === 'unavailable' || type === 'deadline-exceeded' || type === 'cancelled' || type === 'unknown' || type === 'timeout';
 }
 
+/**
+ * Names of one multi-stream append that differ only in case: the server compares a session's
+ * streams ignoring case (StreamsService.AppendSession, KurrentDB 25.1) and refuses the second as
+ * "already in this append session", with a status the client reads as a timeout (then retried to
+ * a 503); the platform's stream names are lower case (domain/streams.ts), so this is a bug to name.
+ */
+export class StreamCaseError extends Error {
+  constructor(a: string, b: string) {
+    super(`streams "${a}" and "${b}" differ only in case: KurrentDB takes them for one stream in a multi-stream append`);
+    this.name = 'StreamCaseError';
+  }
+}
+
 /** Merges entries naming the same stream into one, or refuses what cannot be one append. */
 export function mergeAppends(appends: StreamAppend[]): StreamAppend[] {
   const byStream = new Map<string, StreamAppend>();
+  const byFolded = new Map<string, string>();
   for (const a of appends) {
+    const folded = a.streamId.toLowerCase();
+    const seen = byFolded.get(folded);
+    if (seen !== undefined && seen !== a.streamId) throw new StreamCaseError(seen, a.streamId);
+    byFolded.set(folded, a.streamId);
     const prev = byStream.get(a.streamId);
     if (!prev) {
       byStream.set(a.streamId, { ...a, events: [...a.events] });

@@ -142,7 +142,19 @@ export class KurrentDbEventStore implements EventStore {
         const remaining = pending.filter((_, i) => !stored[i]);
         if (conflict) {
           const w = err as WrongExpectedVersionError;
-          const conflicted = remaining.find((a) => this.name(a.streamId) === w.streamName) ?? remaining[0];
+          const named = pending.find((a) => this.name(a.streamId) === w.streamName);
+          // The stream the server named already holds these events (a replay mixing stored and new
+          // streams, with expected revisions): not a conflict; the rest goes again, without it.
+          if (named && !remaining.includes(named)) {
+            pending = remaining;
+            continue;
+          }
+          const conflicted = named ?? remaining[0];
+          // Unnamed and some streams stored: the rest goes again.
+          if (!named && remaining.length < pending.length) {
+            pending = remaining;
+            continue;
+          }
           if (conflicted) throw new WrongExpectedRevisionError(conflicted.streamId, conflicted.expectedRevision, w.actualState === 'no_stream' ? -1 : Number(w.actualState));
         } else if (attempt >= attempts && remaining.length > 0) {
           throw unavailable('the event store did not confirm the append; nothing of it was stored');

@@ -81,14 +81,14 @@ export interface Subscription extends AsyncIterable<RecordedEvent> {
   close(): void;
 }
 
-export interface AppendOptions {
+export interface AppendOptions<R = AppendResult> {
   expectedRevision?: ExpectedRevision;
   /**
    * Called once the append is committed, before it is durable (only adapters that commit before
    * they sync call it). Lets the next command on the stream in this process decide on top of it:
    * its own append is answered only after a sync that covers this one too.
    */
-  onCommitted?: (result: AppendResult) => void;
+  onCommitted?: (result: R) => void;
 }
 
 export interface EventStore {
@@ -96,9 +96,10 @@ export interface EventStore {
   appendToStream(streamId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendResult>;
   /**
    * Appends to several streams as one transaction: every expected revision is checked and
-   * either all events are stored or none. Returns one result per stream, in order.
+   * either all events are stored or none. Returns one result per stream, in order. An entry
+   * without events only asserts its stream's expected revision (the worker's fence: fence.ts).
    */
-  appendToStreams(appends: StreamAppend[]): Promise<AppendResult[]>;
+  appendToStreams(appends: StreamAppend[], options?: Pick<AppendOptions<AppendResult[]>, 'onCommitted'>): Promise<AppendResult[]>;
   /** Events of a stream in revision order; an unknown stream reads as empty. */
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   /** Events of every stream in global order. */

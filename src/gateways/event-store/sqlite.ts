@@ -187,8 +187,8 @@ export class SqliteEventStore implements EventStore {
     return result!;
   }
 
-  appendToStreams(appends: StreamAppend[]): Promise<AppendResult[]> {
-    return this.append(appends);
+  appendToStreams(appends: StreamAppend[], options: { onCommitted?: (results: AppendResult[]) => void } = {}): Promise<AppendResult[]> {
+    return this.append(appends, options.onCommitted);
   }
 
   private append(appends: StreamAppend[], onCommitted?: (r: AppendResult[]) => void): Promise<AppendResult[]> {

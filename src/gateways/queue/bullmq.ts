@@ -7,7 +7,7 @@
  * again; the stall count is set high so a crash never fails a job by itself.
  */
 import { Queue, UnrecoverableError, Worker, type Job as BullJob } from 'bullmq';
-import { Redis } from 'ioredis';
+import { keyPrefix, openRedis, type RedisClient } from '../redis-client.js';
 import { AppError, unavailable } from '../../domain/errors.js';
 
 /** How long a command waits for Redis before answering 503 (well inside a request's time limit). */
@@ -36,7 +36,7 @@ import {
 } from './port.js';
 
 export interface BullmqQueueOptions {
-  /** Redis key prefix; default `ct`. */
+  /** Redis key prefix; default `ct` (on a Redis Cluster wrapped in a hash tag, `{ct}`: every queue's keys in one slot). */
   prefix?: string;
   /** A running job's lock; a crashed run is taken again after it lapses. Default 30 s. */
   lockDurationMs?: number;
@@ -57,7 +57,7 @@ const encodeId = (id: string) => `j.${id.replace(/%/g, '%25').replace(/:/g, '%3A
 const decodeId = (id: string) => id.slice(2).replace(/%3A/g, ':').replace(/%25/g, '%');
 
 export class BullmqJobQueue implements JobQueue {
-  private readonly connection: Redis;
+  private readonly connection: RedisClient;
   private readonly queues = new Map<string, Queue>();
   private readonly workers = new Map<string, Worker>();
   private readonly prefix: string;
@@ -67,8 +67,10 @@ export class BullmqJobQueue implements JobQueue {
     url: string,
     private readonly options: BullmqQueueOptions = {},
   ) {
-    this.prefix = options.prefix ?? 'ct';
-    this.connection = new Redis(url, { maxRetriesPerRequest: null, lazyConnect: false });
+    // BullMQ's scripts take several keys of a queue (and a job's flow keys of others): on a cluster
+    // they must hash to one slot, which the tag in the prefix ensures.
+    this.prefix = keyPrefix(url, options.prefix ?? 'ct');
+    this.connection = openRedis(url, { maxRetriesPerRequest: null, lazyConnect: false });
     this.connection.on('error', (err) => this.options.onError?.(err));
   }
 

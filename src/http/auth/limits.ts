@@ -18,7 +18,7 @@
  * another process allows at most one more failure before it refuses too.
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../gateways/redis-client.js';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { AppError } from '../../domain/errors.js';
 
@@ -81,7 +81,7 @@ export interface AuthFailureOptions {
   perCredential: number;
   /** Failed authentications per address in the window, whatever was presented; 0: off. */
   perAddress: number;
-  redis?: Redis;
+  redis?: RedisClient;
   /** Prefix of the Redis keys. */
   prefix?: string;
   now?: () => number;

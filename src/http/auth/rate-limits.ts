@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
-import { Redis } from 'ioredis';
+import { keyPrefix, openRedis } from '../../gateways/redis-client.js';
 import type { Context } from '../../context.js';
 import { AppError } from '../../domain/errors.js';
 import { AuthFailureLimiter, credentialKeys, rateKeySecret } from './limits.js';
@@ -17,8 +17,9 @@ export async function registerLimits(app: FastifyInstance, ctx: Context): Promis
   // an outage of the counter store must not take the API down with it.
   const redis =
     config.redisUrl && (config.rateLimitRps > 0 || failuresOn)
-      ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000, commandTimeout: 2000 })
+      ? openRedis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000, commandTimeout: 2000 })
       : undefined;
+  const prefix = config.redisUrl ? keyPrefix(config.redisUrl, config.redisPrefix) : config.redisPrefix;
   if (redis) {
     redis.on('error', (err) => ctx.logger.debug({ err: String(err) }, 'rate limit: redis error'));
     app.addHook('onClose', async () => {
@@ -29,7 +30,7 @@ export async function registerLimits(app: FastifyInstance, ctx: Context): Promis
     const keyOf = credentialKeys(rateKeySecret(config.operatorToken));
     await app.register(rateLimit, {
       global: true,
-      ...(redis ? { redis, nameSpace: `${config.redisPrefix}:rate:`, skipOnError: true } : {}),
+      ...(redis ? { redis, nameSpace: `${prefix}:rate:`, skipOnError: true } : {}),
       max: config.rateLimitRps,
       timeWindow: 1000,
       keyGenerator: (req) => keyOf(req.headers.authorization, req.ip),
@@ -40,7 +41,7 @@ export async function registerLimits(app: FastifyInstance, ctx: Context): Promis
     perCredential: config.authFailuresPerMin,
     perAddress: config.authFailuresPerAddressPerMin,
     redis,
-    prefix: config.redisPrefix,
+    prefix,
     onStoreError: (err) => ctx.logger.debug({ err: String(err) }, 'auth failure limit: store error'),
   });
 }

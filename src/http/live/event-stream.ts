@@ -14,7 +14,7 @@ import type { EventStore, RecordedEvent, Subscription } from '../../gateways/eve
 import type { ReadStore } from '../../gateways/read-store/port.js';
 import { isLegEvent, toSocketEvent, type LegEvent } from '../../domain/call-events.js';
 import { numberField } from '../../domain/platform-events.js';
-import { encodeCursor } from '../../domain/cursor.js';
+import type { CursorCodec } from '../../domain/cursor.js';
 import { agentRecord } from '../../queries/agents.js';
 import { AgentRecordFolder } from './agent-records.js';
 
@@ -27,6 +27,7 @@ export interface StreamScope {
 export interface StreamDeps {
   events: EventStore;
   reads: ReadStore;
+  cursors: CursorCodec;
 }
 
 const isAgentStream = (e: RecordedEvent) => e.streamId.startsWith('agent-');
@@ -61,17 +62,17 @@ export class AgentCalls {
 }
 
 /** The SSE message for an event, or null when the event is not for this scope. */
-export async function messageFor(e: RecordedEvent, scope: StreamScope, agents: AgentRecordFolder, calls: AgentCalls | null): Promise<string | null> {
+export async function messageFor(e: RecordedEvent, scope: StreamScope, agents: AgentRecordFolder, calls: AgentCalls | null, cursors: CursorCodec): Promise<string | null> {
   if (isLegEvent(e)) {
     const d = e.data;
     if (d.svcId !== scope.svcId || (calls && !(await calls.isOn(e)))) return null;
-    return `event: call\nid: ${encodeCursor(scope.svcId, e.position)}\ndata: ${JSON.stringify(toSocketEvent(e))}\n\n`;
+    return `event: call\nid: ${cursors.encode(scope.svcId, e.position)}\ndata: ${JSON.stringify(toSocketEvent(e))}\n\n`;
   }
   if (isAgentStream(e)) {
     if (numberField(e, 'svcId') !== scope.svcId || (scope.agentId !== null && numberField(e, 'agentId') !== scope.agentId)) return null;
     const doc = await agents.after(e);
     if (!doc?.exists) return null;
-    return `event: agent\nid: ${encodeCursor(scope.svcId, e.position)}\ndata: ${JSON.stringify(agentRecord(doc))}\n\n`;
+    return `event: agent\nid: ${cursors.encode(scope.svcId, e.position)}\ndata: ${JSON.stringify(agentRecord(doc))}\n\n`;
   }
   return null;
 }
@@ -106,7 +107,7 @@ export class LiveEventStream {
       pages: for await (const page of this.subscription.batches()) {
         for (const e of page) {
           if (this.closed) break pages;
-          const msg = await messageFor(e, this.scope, agents, calls);
+          const msg = await messageFor(e, this.scope, agents, calls, this.deps.cursors);
           if (msg === null || this.closed) continue;
           if (!this.res.write(msg)) {
             // Backpressure: read the log no faster than this client takes it.

@@ -8,7 +8,6 @@ import type { RouteRegistrar } from '../route.js';
 import { forbidden, invalid } from '../../domain/errors.js';
 import { routeSchema } from '../route.js';
 import { lastValues, normalize, type ParamSpecs } from '../params.js';
-import { decodeCursor } from '../../domain/cursor.js';
 import { scopeService } from '../scope.js';
 import { LiveEventStream, type StreamScope } from '../live/event-stream.js';
 import { recordRequest } from '../observability.js';
@@ -67,7 +66,7 @@ export const eventRoutes: RouteRegistrar = (app, ctx) => {
       const cursor = typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : p.after;
       let after = head;
       if (cursor !== undefined) {
-        const position = decodeCursor(svcId, cursor);
+        const position = ctx.cursors.decode(svcId, cursor);
         if (position === null || position > head) throw invalid(`${cursor === lastEventId ? 'Last-Event-ID' : 'after'}: not a cursor of service ${svcId}`);
         after = position;
       }

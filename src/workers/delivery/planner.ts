@@ -23,7 +23,7 @@ import { attemptDecider, deliveryIds, deliveryInitialState, evolveDelivery, type
 import { aggregateCache } from '../../commands/aggregate-cache.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import type { SubscriberDoc as SubscriberRecord } from '../../projections/subscribers.js';
-import type { AppendResult } from '../../gateways/event-store/port.js';
+import type { AppendResult, StreamAppend } from '../../gateways/event-store/port.js';
 import { DELIVERY_QUEUE, serviceDoc, type DeliveryJob, type DeliverySender } from './sender.js';
 import { peekable } from '../../gateways/read-store/port.js';
 import { orderedIdsFrom } from './id-order.js';
@@ -62,6 +62,21 @@ type Planned = Recorded<(typeof PLANNED_TYPES)[number]>;
 
 /** Deliveries this planner requested and has not read back yet, remembered at most (a bounded map). */
 const TAKEN_MAX = 50_000;
+
+/**
+ * The appends that request deliveries: each starts its delivery's stream (`no_stream`) with an
+ * event of a deterministic id, so a replayed cause stores nothing twice. Not `any`: KurrentDB
+ * keeps ids appended with `any` only in a cache of recent ones, emptied by a restart, after which
+ * the same event would be stored again; with an expected revision it compares the stream's own
+ * events at that revision, which a restart does not forget.
+ */
+export function requestAppends(requests: DeliveryRequestedData[]): StreamAppend[] {
+  return requests.map((data) => ({
+    streamId: streams.delivery(data.deliveryId),
+    events: [{ type: 'DeliveryRequested', data, id: deliveryIds.requestedEvent(data.deliveryId) }],
+    expectedRevision: 'no_stream',
+  }));
+}
 
 export class DeliveryPlanner {
   private follower: Follower | null = null;
@@ -199,14 +214,7 @@ export class DeliveryPlanner {
     }
     let results: AppendResult[];
     try {
-      // 'any' with the deterministic event id: a replayed event stores nothing twice.
-      results = await this.ctx.events.appendToStreams(
-        requests.map((data) => ({
-          streamId: streams.delivery(data.deliveryId),
-          events: [{ type: 'DeliveryRequested', data, id: deliveryIds.requestedEvent(data.deliveryId) }],
-          expectedRevision: 'any' as const,
-        })),
-      );
+      results = await this.ctx.events.appendToStreams(requestAppends(requests));
     } catch (err) {
       for (const r of requests) this.taken.delete(r.deliveryId);
       throw err;

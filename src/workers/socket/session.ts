@@ -11,14 +11,14 @@ import type { ReadStore } from '../../gateways/read-store/port.js';
 import type { ReadSync } from '../../projections/read-sync.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import { isLegEvent, toSocketEvent, type SocketCallEvent } from '../../domain/call-events.js';
-import { numberField } from '../../domain/platform-events.js';
-import { decodeCursor, encodeCursor } from '../../domain/cursor.js';
+import type { CursorCodec } from '../../domain/cursor.js';
 import { LineSplitter, keyMatches, parseAuth } from './protocol.js';
 
 export interface EventSocketDeps {
   events: EventStore;
   reads: ReadStore;
   sync: ReadSync;
+  cursors: CursorCodec;
   logger: Pick<Logger, 'info' | 'warn' | 'error' | 'debug'>;
 }
 
@@ -59,16 +59,15 @@ export async function checkKey(deps: EventSocketDeps, message: string): Promise<
 
 /**
  * The log position a resumable client starts after: `now` the head, `0` the beginning, else the
- * position a cursor names when the log holds an event of this service there (so only a cursor
- * the server gave passes); null for anything else.
+ * position a cursor this server gave on this service names (signed: domain/cursor.ts), so a
+ * forged one never reaches the event store; null for anything else.
  */
 export async function cursorPosition(deps: EventSocketDeps, svcId: number, cursor: string): Promise<number | null> {
   if (cursor === 'now') return deps.events.headPosition();
   if (cursor === '0') return 0;
-  const position = decodeCursor(svcId, cursor);
-  if (position === null || position < 1) return null;
-  const [e] = await deps.events.readAll({ after: position - 1, maxCount: 1 });
-  if (!e || e.position !== position || numberField(e, 'svcId') !== svcId) return null;
+  const position = deps.cursors.decode(svcId, cursor);
+  // A cursor from before a log was wiped (tests, a restored backup) names no event yet.
+  if (position === null || position > (await deps.events.headPosition())) return null;
   return position;
 }
 
@@ -88,7 +87,7 @@ export async function resume(deps: EventSocketDeps, c: Client, after: number, ho
         if (!isLegEvent(e) || e.data.svcId !== c.svcId) continue;
         // The cursor set on the new object, not spread into a copy (~650 ns a line on Node 20).
         const event: SocketCallEvent & { cursor?: string } = toSocketEvent(e);
-        event.cursor = encodeCursor(c.svcId, e.position);
+        event.cursor = deps.cursors.encode(c.svcId, e.position);
         const line = JSON.stringify(event) + '\n';
         hooks.lineSent();
         if (!s.write(line)) {

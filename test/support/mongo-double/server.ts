@@ -9,6 +9,7 @@
  * findAndModify, createIndexes (unique and TTL indexes kept; unique ones enforced), listIndexes,
  * listCollections, drop, dropDatabase. Anything else answers CommandNotFound, as a server would.
  *
+ * Database names are compared ignoring case when one is created (DatabaseDifferCase), as the server does.
  * It is a test double, not MongoDB: `ttlSweep()` runs the TTL monitor when a test asks (the server
  * runs it every 60 s); there are no elections, no write concern, no journal, no real concurrency.
  * Test hooks: `failNext` fails a chosen command once (a crash or outage at that point), and
@@ -359,6 +360,9 @@ export class MongoDouble {
     let colls = this.dbs.get(db);
     if (!colls) {
       if (!create) return undefined;
+      // As the server: a database is not created beside one whose name differs only in case.
+      const other = [...this.dbs.keys()].find((d) => d.toLowerCase() === db.toLowerCase());
+      if (other !== undefined) throw new MongoCommandError(13297, 'DatabaseDifferCase', `db already exists with different case already have: [${other}] trying to create [${db}]`);
       colls = new Map();
       this.dbs.set(db, colls);
     }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Readiness } from '../../../src/ops/readiness.js';
-import { decodeCursor, encodeCursor } from '../../../src/domain/cursor.js';
+import { randomBytes } from 'node:crypto';
+import { CursorCodec } from '../../../src/domain/cursor.js';
 import { PlatformMetrics } from '../../../src/ops/metrics.js';
 import { todayCounters, type CallOutcomeDoc } from '../../../src/projections/call-outcomes.js';
 
@@ -38,13 +39,26 @@ describe('readiness', () => {
 });
 
 describe('live event cursors', () => {
+  const key = randomBytes(32);
+  const cursors = new CursorCodec(key);
   it('decode on their own service only, and only in the form they were given', () => {
-    const c = encodeCursor(101, 4711);
-    expect(decodeCursor(101, c)).toBe(4711);
-    expect(decodeCursor(102, c)).toBeNull();
-    for (const bad of ['', '4711', 'not a cursor', c + '=', Buffer.from('101.4711 ').toString('base64url'), Buffer.from('101.-1').toString('base64url'), 'x'.repeat(65)]) {
-      expect(decodeCursor(101, bad), bad).toBeNull();
+    const c = cursors.encode(101, 4711);
+    expect(cursors.decode(101, c)).toBe(4711);
+    expect(new CursorCodec(Buffer.from(key)).decode(101, c)).toBe(4711);
+    expect(cursors.decode(102, c)).toBeNull();
+    expect(cursors.decode(101, cursors.encode(101, Number.MAX_SAFE_INTEGER))).toBe(Number.MAX_SAFE_INTEGER);
+    const [pos, mac] = c.split('.') as [string, string];
+    const flipped = mac.slice(0, -2) + (mac.at(-2) === 'A' ? 'B' : 'A') + mac.at(-1);
+    for (const bad of ['', '4711', 'not a cursor', c + '=', `0${pos}.${mac}`, `${(4712).toString(36)}.${mac}`, `${pos}.${flipped}`, `${pos.toUpperCase()}.${mac}`, 'x'.repeat(65)]) {
+      expect(cursors.decode(101, bad), bad).toBeNull();
     }
+  });
+
+  it('cannot be made without the key: the unsigned form, and another deployment\'s, are refused', () => {
+    expect(cursors.decode(101, Buffer.from('101.4711').toString('base64url'))).toBeNull();
+    expect(cursors.decode(101, new CursorCodec(randomBytes(32)).encode(101, 4711))).toBeNull();
+    expect(cursors.encode(101, 4711).length).toBeLessThanOrEqual(64);
+    expect(cursors.encode(101, Number.MAX_SAFE_INTEGER).length).toBeLessThanOrEqual(64);
   });
 });
 
