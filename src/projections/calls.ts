@@ -16,7 +16,7 @@ export interface CallStatsDoc extends Record<string, unknown> {
 type CallQueuedData = Extract<CallEvent, { type: 'CallQueued' }>['data'];
 
 /** A caller waiting in a queue. */
-export interface QueuedCallerDoc extends Pick<CallQueuedData, 'svcId' | 'queueId' | 'number' | 'xnid'>, Record<string, unknown> {
+export interface QueuedCallerDoc extends Pick<CallQueuedData, 'svcId' | 'queueId' | 'number' | 'xnid' | 'priority' | 'outbound'>, Record<string, unknown> {
   since: number;
 }
 
@@ -120,7 +120,8 @@ export const queuedCallersProjection: Projection<QueuedCallerDoc> = projection({
   evolve(_doc, e) {
     if (e.type !== 'CallQueued') return null;
     const d = e.data;
-    return { svcId: d.svcId, queueId: d.queueId, number: d.number, xnid: d.xnid, since: d.time };
+    // Routing fields only when set: documents of callers queued before them stay as they were.
+    return { svcId: d.svcId, queueId: d.queueId, number: d.number, xnid: d.xnid, since: d.time, ...(d.priority ? { priority: d.priority } : {}), ...(d.outbound ? { outbound: d.outbound } : {}) };
   },
 });
 

@@ -37,6 +37,10 @@ export interface CallStartedData {
   blocked: boolean;
   /** Dialer calls put the agent in wrap-up afterwards. */
   wrapUp: boolean;
+  /** Inbound: the queue the IVR digits chose (CONTRACT section 17), null when the service has none; absent on calls from before. */
+  queueId?: number | null;
+  /** Inbound: the caller's customer priority, when not 0. */
+  priority?: number;
   /** Set by workers that place calls for a reason of their own (schedule id, campaign contact). */
   source: Record<string, unknown> | null;
   time: number;
@@ -50,7 +54,7 @@ export type CallEvent =
   | DomainEvent<LegEventType, LegData>
   | DomainEvent<'CallMonitorJoined', Base & { legId: string; number: string; mode: 'spy' | 'whisper' }>
   | DomainEvent<'CallMonitorLeft', Base & { legId: string }>
-  | DomainEvent<'CallQueued', Base & { queueId: number; number: string }>
+  | DomainEvent<'CallQueued', Base & { queueId: number; number: string; priority?: number; outbound?: true }>
   | DomainEvent<'CallDequeued', Base>
   | DomainEvent<'CallBridged', Base & { agentId: number; agentName: string; agentNumber: string }>
   | DomainEvent<'CallRejected', Base & { reason: 'blocked' }>
@@ -87,7 +91,7 @@ export type CallCommand =
   | { type: 'Answer'; legId: string; time: number; mode?: 'spy' | 'whisper' }
   | { type: 'Down'; legId: string; time: number }
   | { type: 'Bridge'; agentId: number; agentName: string; agentNumber: string; time: number }
-  | { type: 'Queue'; queueId: number; time: number }
+  | { type: 'Queue'; queueId: number; time: number; priority?: number; outbound?: true }
   | { type: 'Dequeue'; time: number }
   | { type: 'Reject'; time: number }
   | { type: 'RequestHangup'; userId: number | null; time: number }
@@ -270,7 +274,7 @@ export const callDecider: Decider<CallCommand, CallState, CallEvent> = {
         ];
       case 'Queue':
         requireOpen(s);
-        return s.queuedAt !== null ? [] : [{ type: 'CallQueued', data: { ...base, queueId: c.queueId, number: s.started.customerNumber } }];
+        return s.queuedAt !== null ? [] : [{ type: 'CallQueued', data: { ...base, queueId: c.queueId, number: s.started.customerNumber, ...(c.priority ? { priority: c.priority } : {}), ...(c.outbound ? { outbound: c.outbound } : {}) } }];
       case 'Dequeue':
         return s.queuedAt === null || s.ended ? [] : [{ type: 'CallDequeued', data: base }];
       case 'Reject':

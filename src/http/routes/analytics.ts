@@ -38,6 +38,7 @@ const callStory = obj({
   summary: callSummary,
   record: { ...webhookRecord, nullable: true, description: 'the webhook record; null while the call is in progress' },
   agentIds: { ...arrayOf(int), description: 'agents whose leg rang, in the order they first rang' },
+  queueId: { ...int, nullable: true, description: 'the queue the call joined (CONTRACT section 17); null when none' },
   events: { ...arrayOf(socketEvent), description: "the call's leg events in the order they were stored, as the socket sent them" },
 }, 'one call');
 

@@ -6,6 +6,7 @@
 import { activeLegs, callDecider, type CallCommand, type CallStartedData, type CallState } from '../../commands/call/call.js';
 import type { Step } from './commands.js';
 import type { AgentState } from '../../commands/agent/agent.js';
+import type { CallRoute } from './router.js';
 
 export interface AgentLeg {
   agentId: number;
@@ -32,6 +33,8 @@ export interface Actor {
   ending: boolean;
   /** Commands nothing waits on (a ring), appended with the call's next step. */
   carry: Step[];
+  /** The queue and customer priority routing serves the caller by (CONTRACT section 17). */
+  route: CallRoute;
 }
 
 export function newActor(started: CallStartedData): Actor {
@@ -48,6 +51,7 @@ export function newActor(started: CallStartedData): Actor {
     offering: null,
     ending: false,
     carry: [],
+    route: { queue: null, customerPriority: 0 },
   };
 }
 

@@ -1,14 +1,14 @@
 /**
  * The call-flow process manager: turns call requests (events) and switch signals into call and agent
- * commands. It dials legs, picks agents (the named one, else the free agent free longest, reserved
- * through the agent aggregate with an expected revision so no agent gets two calls, else the
- * service's queue), bridges, transfers, and ends calls.
+ * commands. It dials legs, picks agents (the named one, else by the routing policy, reserved through
+ * the agent aggregate with an expected revision so no agent gets two calls, else the caller's queue),
+ * bridges, transfers, and ends calls.
  *
  * It owns the switch, so it runs once (role `worker`). This file is its reaction table (which event
  * or signal leads to which step) and the steps; the commands of one reaction go in one append
  * (commands.ts: runSteps). Beside it: the per-call serial runner (serial.ts: a call's steps run one
  * at a time; the aggregate decides every step, so a step replayed or raced changes nothing twice),
- * the pure agent picker (agent-picker.ts) and crash recovery at start (recovery.ts).
+ * the agent picker (agent-picker.ts, router.ts over src/domain/routing.ts) and crash recovery (recovery.ts).
  */
 import type { Context } from '../../context.js';
 import type { RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
@@ -17,10 +17,8 @@ import { activeLegs, type CallCommand, type CallStartedData, type CallState } fr
 import type { AgentState } from '../../commands/agent/agent.js';
 import type { RecordingSigner } from '../../domain/recording.js';
 import { isEvent } from '../../domain/platform-events.js';
-import type { ServiceDoc } from '../../projections/services.js';
-import { freeAgents } from '../../queries/agents.js';
 import { SerialRunner } from './serial.js';
-import { agentsToTry, callsToOffer } from './agent-picker.js';
+import { agentOrder, queueCommand, routeOf, waitingCallers } from './router.js';
 import { recoverCalls } from './recovery.js';
 import { ActorCommands, WEBHOOK_RECORDING_TTL_MS, type Step } from './commands.js';
 import { afterAgentLeft, allLegs, bridgeCommand, endSteps, ringStep, newActor, nextLegId, nothingLeft, partyLegs, type Actor, type AgentLeg } from './actor.js';
@@ -141,6 +139,7 @@ export class CallFlow {
     this.actors.set(a.xnid, a);
     const now = this.ctx.now();
     if (started.direction === 'Inbound') {
+      a.route = await routeOf(this.ctx, started);
       a.customerLeg = nextLegId(a);
       this.sw.acceptInbound(a.xnid, a.customerLeg, started.customerNumber);
       await this.commands.call(a, { type: 'Ring', legId: a.customerLeg, role: 'customer', agentId: null, number: started.customerNumber, time: now });
@@ -316,10 +315,9 @@ export class CallFlow {
   /** The named agent, else free agents longest-free first, reserved one by one until one holds. */
   /** `answer` (the customer's) goes in the first append, and agents are tried only if it holds. */
   private async pickAgent(a: Actor, answer?: Step): Promise<AgentState | null> {
-    const free = a.started.namedAgentId === null ? await freeAgents(this.ctx, a.started.svcId) : [];
     const up = (s?: CallState) => s?.legs[a.customerLeg!]?.phase === 'up';
     let carry = answer ? [answer] : [];
-    for (const agentId of agentsToTry(a.started, free, a.tried)) {
+    for (const agentId of await agentOrder(this.ctx, a, this.actors.values())) {
       if (a.started.namedAgentId === null && !this.commands.mayTry(a.started.svcId, agentId)) continue;
       const s = await this.commands.reserve(a, agentId, carry, (before) => !answer || up(before.at(-1)?.state as CallState));
       carry = [];
@@ -340,10 +338,7 @@ export class CallFlow {
       this.dialAgent(a, agent, 'primary');
       return;
     }
-    if (a.state.queuedAt === null) {
-      const service = await this.ctx.reads.get<ServiceDoc>('services', String(a.started.svcId));
-      await this.commands.call(a, { type: 'Queue', queueId: service?.queues[0]?.id ?? 0, time: this.ctx.now() });
-    }
+    if (a.state.queuedAt === null) await this.commands.call(a, await queueCommand(this.ctx, a));
   }
 
   private dialAgent(a: Actor, agent: AgentState, purpose: AgentLeg['purpose'], transfer?: AgentLeg['transfer']) {
@@ -357,7 +352,6 @@ export class CallFlow {
     await this.commands.call(a, bridgeCommand(a, legId, leg, this.ctx.now()));
     this.sw.bridge(a.xnid, a.customerLeg!, legId, { record: a.started.recording });
   }
-
 
   /** Hangs up every leg still up or ringing; false when there was none. */
   private hangupAll(a: Actor): boolean {
@@ -392,8 +386,8 @@ export class CallFlow {
     this.dispatchPending.add(svcId);
     setImmediate(() => {
       this.dispatchPending.delete(svcId);
-      const calls = [...this.actors.values()].map((a) => ({ a, svcId: a.started.svcId, queuedAt: a.state.queuedAt, offering: a.offering !== null, ending: a.ending }));
-      for (const { a } of callsToOffer(calls, svcId)) this.run(a.xnid, () => this.offerNext(a));
+      // In caller order (routing.ts): each caller leaves the agents of those before it alone.
+      for (const { a } of waitingCallers(this.actors.values(), svcId, this.ctx.now())) this.run(a.xnid, () => this.offerNext(a));
     });
   }
 }

@@ -1,0 +1,157 @@
+/** CONTRACT section 17 end to end on the simulator: queues by IVR digits, caller order, skill levels, overflow. */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startServer, type TestServer } from '../support/server.js';
+import { callEvents, ended, eventually, reached } from '../support/wait.js';
+
+export const ROUTING_ADMIN: [string, string] = ['rco-admin', 's3cret-rco-admin'];
+export const VIP = '9876500555';
+
+/** A contact centre: a general queue, an English queue with a skill and overflow, a priority queue. */
+export function routingDoc(extra: { webhook?: { url: string; secret: string } | null } = {}) {
+  return {
+    services: [
+      {
+        id: 301,
+        name: 'Routing Co',
+        customer: 'rco',
+        timezone: 'UTC',
+        dids: ['8000000301'],
+        skills: [{ id: 1, name: 'English' }, { id: 2, name: 'Hindi' }],
+        queues: [
+          { id: 1, name: 'General' },
+          { id: 2, name: 'English', digits: '1', skillId: 1, overflowS: 2 },
+          { id: 3, name: 'Priority', digits: '9', priority: 10 },
+        ],
+        webhook: extra.webhook ?? null,
+        customers: [{ number: VIP, name: 'Vimala', priority: 5 }],
+        agents: [
+          { id: 3001, name: 'Anu', number: '9300003001', sip: 'anu', skills: [{ skillId: 1, level: 2 }] },
+          { id: 3002, name: 'Babu', number: '9300003002', sip: 'babu', skills: [{ skillId: 1, level: 8 }, { skillId: 2, level: 1 }] },
+          { id: 3003, name: 'Chetan', number: '9300003003', sip: 'chetan', skills: [] },
+        ],
+      },
+    ],
+    users: [
+      { id: 31, username: ROUTING_ADMIN[0], password: ROUTING_ADMIN[1], admin: true, services: [301] },
+      { id: 32, username: 'anu', password: 's3cret-anu', agentId: 3001, services: [301] },
+    ],
+  };
+}
+
+describe('routing: queues, priorities, skills, overflow (CONTRACT 17)', () => {
+  let s: TestServer;
+  const api = (p: string, init: Parameters<TestServer['api']>[1] = {}) => s.api(p, { auth: ROUTING_ADMIN, ...init });
+  const setAgent = async (agentNumber: string, q: string) => expect((await api(`/api/v1/agents?${q}&agent-number=${agentNumber}&svc-id=301`, { method: 'PATCH' })).status).toBe(200);
+  const inbound = async (from: string, ivr = '') => {
+    const res = await s.ops('/ops/v1/simulator/inbound', { method: 'POST', json: { did: '8000000301', from, ivr } });
+    expect(res.status).toBe(200);
+    return (await res.json()).xnid as string;
+  };
+  const hangupCustomer = async (xnid: string) => expect((await s.ops('/ops/v1/simulator/hangup', { method: 'POST', json: { xnid, party: 'customer' } })).status).toBe(200);
+  const queued = async (xnid: string) => reached(s, xnid, 'CallQueued');
+  const ringOf = async (xnid: string) => (await reached(s, xnid, 'AgentRing')).find((e) => e.type === 'AgentRing')!.data as { agentId: number; time: number };
+
+  beforeAll(async () => {
+    s = await startServer({ SIM_ANSWER_MS: '30', SIM_RING_TIMEOUT_MS: '2000' });
+    const res = await s.ops('/ops/v1/provisioning', { method: 'PUT', json: routingDoc() });
+    expect(res.status).toBe(200);
+  });
+  afterAll(async () => {
+    await s?.stop();
+  });
+  beforeEach(async () => {
+    await eventually(async () => s.platform.callFlow!.openCalls === 0, 'no open calls');
+    for (const n of ['9300003001', '9300003002', '9300003003']) await setAgent(n, 'status=2');
+  });
+
+  it('provisioning checks the routing fields: a queue skill the service lacks, a bad priority are 400 naming the field', async () => {
+    const bad = routingDoc();
+    bad.services[0]!.queues[1] = { ...bad.services[0]!.queues[1]!, skillId: 9 };
+    const res = await s.ops('/ops/v1/provisioning', { method: 'PUT', json: bad });
+    expect(res.status).toBe(400);
+    expect((await res.json()).message).toContain('queues[1].skillId');
+    const worse = routingDoc() as any;
+    worse.services[0].customers[0].priority = 'high';
+    const res2 = await s.ops('/ops/v1/provisioning', { method: 'PUT', json: worse });
+    expect(res2.status).toBe(400);
+    expect((await res2.json()).message).toContain('customers[0].priority');
+    // Applying the document again changes nothing.
+    expect(await (await s.ops('/ops/v1/provisioning', { method: 'PUT', json: routingDoc() })).json()).toMatchObject({ services: 1, agents: 3 });
+  });
+
+  it('IVR digits pick the queue (longest digits win, else the first queue); the dashboard and GET /calls/{xnid} show it', async () => {
+    const english = await inbound('9876500001', '12');
+    const general = await inbound('9876500002', '5');
+    await queued(english);
+    await queued(general);
+    const dash = await (await api('/api/v1/dashboard?svc-id=301')).json();
+    expect(dash.customersInQueue.data['2'].map((c: { xnid: string }) => c.xnid)).toEqual([english]);
+    expect(dash.customersInQueue.data['1'].map((c: { xnid: string }) => c.xnid)).toEqual([general]);
+    expect(dash.customersInQueue.dataCount).toBe('2');
+    expect((await (await api(`/api/v1/calls/${english}`)).json()).queueId).toBe(2);
+    expect((await (await api(`/api/v1/calls/${general}`)).json()).queueId).toBe(1);
+    await hangupCustomer(english);
+    await hangupCustomer(general);
+    await ended(s, english);
+    await ended(s, general);
+    // An outbound call that never waited joined no queue.
+    await setAgent('9300003003', 'status=0');
+    const out = await api('/api/v1/calls', { method: 'POST', form: { number: '9876500009', 'svc-id': '301' } });
+    const outId = (await out.json()).id as string;
+    await reached(s, outId, 'CallBridged');
+    await hangupCustomer(outId);
+    await ended(s, outId);
+    expect((await (await api(`/api/v1/calls/${outId}`)).json()).queueId).toBeNull();
+  });
+
+  it('callers are served by queue priority, then customer priority, then time waited', async () => {
+    const plain = await inbound('9876500011');
+    await queued(plain);
+    const vip = await inbound(VIP);
+    await queued(vip);
+    const urgent = await inbound('9876500013', '9');
+    await queued(urgent);
+    await setAgent('9300003003', 'status=0');
+    const order: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const next = await eventually(async () => {
+        for (const x of [plain, vip, urgent]) if (!order.includes(x) && (await callEvents(s, x)).some((e) => e.type === 'CallBridged')) return x;
+        return null;
+      }, 'the next caller bridged');
+      order.push(next);
+      await hangupCustomer(next);
+      await ended(s, next);
+    }
+    expect(order).toEqual([urgent, vip, plain]);
+  });
+
+  it('a skilled queue rings the highest level first; a queue without a skill the agent free longest', async () => {
+    await setAgent('9300003003', 'status=0');
+    await setAgent('9300003001', 'status=0');
+    await setAgent('9300003002', 'status=0');
+    const english = await inbound('9876500021', '1');
+    expect((await ringOf(english)).agentId).toBe(3002);
+    const general = await inbound('9876500022');
+    expect((await ringOf(general)).agentId).toBe(3003);
+    for (const x of [english, general]) {
+      await reached(s, x, 'CallBridged');
+      await hangupCustomer(x);
+      await ended(s, x);
+    }
+  });
+
+  it('overflow: an unskilled free agent takes a skilled queue\'s caller once it waited overflowS, within a second', async () => {
+    await setAgent('9300003003', 'status=0');
+    const english = await inbound('9876500031', '1');
+    const events = await queued(english);
+    const waitFrom = events.find((e) => e.type === 'CallQueued')!.data as { time: number };
+    const ring = await ringOf(english);
+    expect(ring.agentId).toBe(3003);
+    const waited = ring.time - waitFrom.time;
+    expect(waited).toBeGreaterThanOrEqual(2000);
+    expect(waited).toBeLessThan(2000 + 1500);
+    await reached(s, english, 'CallBridged');
+    await hangupCustomer(english);
+    await ended(s, english);
+  });
+});
