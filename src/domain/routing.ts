@@ -123,3 +123,23 @@ export function routedCaller(
     tried: call.tried,
   };
 }
+
+/**
+ * The expected wait (ms) of a caller joining now behind `ahead` callers, served by agents who become
+ * available at `availableAt` (now or earlier: free), each call then keeping an agent `handleMs`:
+ * the callers ahead take the earliest agents in turn, and the newcomer gets the next. null when no
+ * agent may take the caller, or when it would wait and no handle time is known.
+ */
+export function expectedWaitMs(ahead: number, availableAt: readonly number[], handleMs: number | null, now: number): number | null {
+  if (availableAt.length === 0) return null;
+  const times = availableAt.map((t) => Math.max(now, t)).sort((x, y) => x - y);
+  if (ahead < times.filter((t) => t <= now).length) return 0;
+  if (handleMs === null || handleMs <= 0) return null;
+  // Few agents and callers: a sorted list is enough (the earliest agent serves the next caller).
+  for (let i = 0; i < ahead; i++) {
+    const t = times.shift()! + handleMs;
+    const at = times.findIndex((x) => x > t);
+    times.splice(at === -1 ? times.length : at, 0, t);
+  }
+  return times[0]! - now;
+}

@@ -65,7 +65,7 @@ describe('routing: queues, priorities, skills, overflow (CONTRACT 17)', () => {
   });
 
   it('provisioning checks the routing fields: a queue skill the service lacks, a bad priority are 400 naming the field', async () => {
-    const bad = routingDoc();
+    const bad = routingDoc() as any;
     bad.services[0]!.queues[1] = { ...bad.services[0]!.queues[1]!, skillId: 9 };
     const res = await s.ops('/ops/v1/provisioning', { method: 'PUT', json: bad });
     expect(res.status).toBe(400);
@@ -140,6 +140,38 @@ describe('routing: queues, priorities, skills, overflow (CONTRACT 17)', () => {
     }
   });
 
+  it('GET /api/v1/queues: callers in the order served, their waits and priorities; agents free; admin credentials only', async () => {
+    const plain = await inbound('9876500041');
+    await queued(plain);
+    const vip = await inbound(VIP, '7');
+    await queued(vip);
+    const english = await inbound('9876500043', '1');
+    await queued(english);
+    const res = await api('/api/v1/queues?svc-id=301');
+    expect(res.status).toBe(200);
+    const queues = await res.json();
+    expect(queues.map((q: { queueId: number; name: string }) => [q.queueId, q.name])).toEqual([[1, 'General'], [2, 'English'], [3, 'Priority']]);
+    const [general, eng, prio] = queues;
+    expect(general.waiting.map((w: any) => [w.xnid, w.number, w.position, w.priority])).toEqual([[vip, VIP, 1, 5], [plain, '9876500041', 2, 0]]);
+    for (const w of general.waiting) expect(Number.isInteger(w.waitSeconds) && w.waitSeconds >= 0).toBe(true);
+    expect(general.longestWaitSeconds).toBe(Math.max(...general.waiting.map((w: any) => w.waitSeconds)));
+    expect(eng.waiting.map((w: any) => w.xnid)).toEqual([english]);
+    expect(prio).toMatchObject({ waiting: [], longestWaitSeconds: 0, agentsFree: 0, expectedWaitSeconds: null });
+    // Nobody staffed: no basis for an estimate.
+    expect(general.expectedWaitSeconds).toBeNull();
+    // Agent credentials, and a service of another customer, are 403.
+    expect((await s.api('/api/v1/queues?svc-id=301', { auth: ['anu', 's3cret-anu'] })).status).toBe(403);
+    expect((await api('/api/v1/queues?svc-id=101')).status).toBe(403);
+    // Without svc-id: the credentials' first service.
+    expect((await (await api('/api/v1/queues')).json()).length).toBe(3);
+    for (const x of [plain, vip, english]) await hangupCustomer(x);
+    for (const x of [plain, vip, english]) await ended(s, x);
+    // A free unskilled agent counts for the general queue, not for the skilled one (before its overflow).
+    await setAgent('9300003003', 'status=0');
+    const [g2, e2] = await (await api('/api/v1/queues?svc-id=301')).json();
+    expect([g2.agentsFree, g2.expectedWaitSeconds, e2.agentsFree, e2.expectedWaitSeconds]).toEqual([1, 0, 0, null]);
+  });
+
   it('overflow: an unskilled free agent takes a skilled queue\'s caller once it waited overflowS, within a second', async () => {
     await setAgent('9300003003', 'status=0');
     const english = await inbound('9876500031', '1');
@@ -153,5 +185,38 @@ describe('routing: queues, priorities, skills, overflow (CONTRACT 17)', () => {
     await reached(s, english, 'CallBridged');
     await hangupCustomer(english);
     await ended(s, english);
+  });
+});
+
+describe('expected wait under a known load (CONTRACT 17)', () => {
+  let s: TestServer;
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  it('one agent, calls that last a second: the estimate for a caller joining behind two is within a second of its real wait', async () => {
+    s = await startServer({ SIM_ANSWER_MS: '30', SIM_TALK_MS: '1000' });
+    expect((await s.ops('/ops/v1/provisioning', { method: 'PUT', json: routingDoc() })).status).toBe(200);
+    const api = (p: string, init: Parameters<TestServer['api']>[1] = {}) => s.api(p, { auth: ROUTING_ADMIN, ...init });
+    expect((await api('/api/v1/agents?status=0&agent-number=9300003003&svc-id=301', { method: 'PATCH' })).status).toBe(200);
+    const inbound = async (from: string) => (await (await s.ops('/ops/v1/simulator/inbound', { method: 'POST', json: { did: '8000000301', from } })).json()).xnid as string;
+    // Two calls teach the platform how long a call keeps the agent.
+    for (const from of ['9876500051', '9876500052']) await ended(s, await inbound(from));
+    await eventually(async () => s.platform.callFlow!.openCalls === 0, 'no open calls');
+    const first = await inbound('9876500053');
+    await reached(s, first, 'CallBridged');
+    const waiting = [await inbound('9876500054'), await inbound('9876500055')];
+    for (const x of waiting) await reached(s, x, 'CallQueued');
+    const [general] = await (await api('/api/v1/queues?svc-id=301')).json();
+    expect(general.waiting.length).toBe(2);
+    const estimate = general.expectedWaitSeconds as number;
+    const joined = await inbound('9876500056');
+    const events = await reached(s, joined, 'AgentRing', 1, 20_000);
+    const up = events.find((e) => e.type === 'CustomerUp')!.data as { time: number };
+    const ring = events.find((e) => e.type === 'AgentRing')!.data as { time: number };
+    const actual = (ring.time - up.time) / 1000;
+    process.stdout.write(`expected wait: estimated ${estimate} s, waited ${actual.toFixed(2)} s\n`);
+    expect(Math.abs(estimate - actual)).toBeLessThanOrEqual(1);
+    for (const x of [first, ...waiting, joined]) await ended(s, x, 20_000);
   });
 });
