@@ -67,6 +67,8 @@ export const callSummary = obj({
   time: { type: 'string', description: 'YYYY-MM-DDHH:MM:SS in the service timezone' },
   callType: { type: 'string', description: 'INBOUND or OUTBOUND' },
   ivrData: str,
+  callback: { type: 'boolean', description: 'present (true) when the caller asked for a callback while waiting' },
+  'callback-of': { type: 'string', description: 'present on a callback: the id of the call that asked for it' },
 }, 'call summary');
 
 export const customerBasic = obj({ number: str, note: str, address: str, name: str }, 'customer details (basic)');

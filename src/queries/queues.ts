@@ -4,7 +4,7 @@
  */
 import type { Context } from '../context.js';
 import type { ServiceDoc } from '../projections/services.js';
-import type { QueuedCallerDoc } from '../projections/calls.js';
+import type { QueueCallbackDoc, QueuedCallerDoc } from '../projections/calls.js';
 import type { AgentDoc } from '../projections/agents.js';
 import type { QueueDef } from '../domain/events.js';
 import { isFree } from '../commands/agent/agent.js';
@@ -43,12 +43,23 @@ function availableAt(a: AgentDoc, handleMs: number | null, now: number): number 
   return (a.call.since ?? a.time) + (handleMs ?? 0);
 }
 
+/** The service's waiting callers and kept callback places (as the call that asked for it, with no live leg). */
+export async function waitingIn(ctx: Context, svcId: number): Promise<QueuedCallerDoc[]> {
+  const live = await ctx.reads.find<QueuedCallerDoc>('queued-callers', { svcId }, { orderBy: { field: 'since' } });
+  const kept = await ctx.reads.find<QueueCallbackDoc>('queue-callbacks', { svcId });
+  if (kept.length === 0) return live;
+  return [
+    ...live,
+    ...kept.map((k) => ({ svcId, queueId: k.queueId, number: k.number, xnid: k.xnid, since: k.queuedAt, ...(k.priority ? { priority: k.priority } : {}), ...(k.inbound ? {} : { outbound: true as const }) })),
+  ];
+}
+
 export async function queueStates(ctx: Context, svcId: number): Promise<QueueState[]> {
   const service = await ctx.reads.get<ServiceDoc>('services', String(svcId));
   if (!service) throw notFound(`service ${svcId} not found`);
   const now = ctx.now();
   const agents = (await serviceAgents(ctx, svcId)).filter(staffed);
-  const waitingDocs = await ctx.reads.find<QueuedCallerDoc>('queued-callers', { svcId }, { orderBy: { field: 'since' } });
+  const waitingDocs = await waitingIn(ctx, svcId);
   const byId = new Map(service.queues.map((q) => [q.id, q]));
   const all = waitingDocs.map((w) => ({ w, caller: callerOfDoc(w, byId.get(w.queueId) ?? null) }));
   const known = agents.filter((a) => (a.handleMs ?? 0) > 0);

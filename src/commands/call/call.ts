@@ -56,6 +56,8 @@ export type CallEvent =
   | DomainEvent<'CallMonitorLeft', Base & { legId: string }>
   | DomainEvent<'CallQueued', Base & { queueId: number; number: string; priority?: number; outbound?: true }>
   | DomainEvent<'CallDequeued', Base>
+  /** The waiting caller asked to be called back (CONTRACT section 17): the call ends, its place in the queue is kept by `callbackId`. */
+  | DomainEvent<'CallbackRequested', Base & CallbackPlace>
   | DomainEvent<'CallBridged', Base & { agentId: number; agentName: string; agentNumber: string }>
   | DomainEvent<'CallRejected', Base & { reason: 'blocked' }>
   | DomainEvent<'CallHangupRequested', Base & { userId: number | null }>
@@ -64,6 +66,21 @@ export type CallEvent =
   | DomainEvent<'CallMonitorRequested', Base & { number: string; mode: 'spy' | 'whisper' }>
   | DomainEvent<'SimulatedHangupRequested', Base & { party: 'customer' | 'agent' }>
   | DomainEvent<'CallEnded', CallEndedData>;
+
+/** A caller's place in a queue, kept for a callback: enough to rank it as the caller was ranked. */
+export interface CallbackPlace {
+  /** Also the id the callback call will have. */
+  callbackId: string;
+  queueId: number;
+  number: string;
+  /** The caller's customer priority (0 for an outbound caller). */
+  priority: number;
+  /** When the caller joined the queue. */
+  queuedAt: number;
+  inbound: boolean;
+  /** The skill an outbound call asked for. */
+  skillId: number | null;
+}
 
 export interface Leg {
   role: LegRole;
@@ -79,6 +96,11 @@ export interface CallState {
   agentId: number | null;
   bridged: { agentId: number; agentName: string; agentNumber: string }[];
   queuedAt: number | null;
+  /** The queue the caller waits in and its customer priority (from CallQueued). */
+  queueId: number | null;
+  queuedPriority: number;
+  /** Set once the caller asked for a callback. */
+  callbackId: string | null;
   firstRingAt: number | null;
   lastDownAt: number | null;
   hangupRequested: boolean;
@@ -93,6 +115,7 @@ export type CallCommand =
   | { type: 'Bridge'; agentId: number; agentName: string; agentNumber: string; time: number }
   | { type: 'Queue'; queueId: number; time: number; priority?: number; outbound?: true }
   | { type: 'Dequeue'; time: number }
+  | { type: 'RequestCallback'; callbackId: string; time: number }
   | { type: 'Reject'; time: number }
   | { type: 'RequestHangup'; userId: number | null; time: number }
   | { type: 'RequestTransfer'; fromAgentId: number; toAgentId: number; mode: 'BLIND' | 'ATTENDED'; time: number }
@@ -107,6 +130,9 @@ export const initialCallState = (): CallState => ({
   agentId: null,
   bridged: [],
   queuedAt: null,
+  queueId: null,
+  queuedPriority: 0,
+  callbackId: null,
   firstRingAt: null,
   lastDownAt: null,
   hangupRequested: false,
@@ -153,7 +179,9 @@ export function evolveCall(s: CallState, e: CallEvent): CallState {
       return leg ? { ...s, legs: { ...s.legs, [e.data.legId]: { ...leg, phase: 'down' } } } : s;
     }
     case 'CallQueued':
-      return { ...s, queuedAt: e.data.time };
+      return { ...s, queuedAt: e.data.time, queueId: e.data.queueId, queuedPriority: e.data.priority ?? 0 };
+    case 'CallbackRequested':
+      return { ...s, callbackId: e.data.callbackId };
     case 'CallDequeued':
       return { ...s, queuedAt: null };
     case 'CallBridged':
@@ -209,6 +237,9 @@ function ended(s: CallState, time: number, recordingUrl: string | null): CallEnd
         'call-type': st.direction === 'Inbound' ? 'incoming' : 'outgoing',
         'virtual-number': st.did,
         disposition: answered ? 'answered' : 'missed',
+        // The two calls of a callback name each other (CONTRACT section 17).
+        ...(s.callbackId !== null ? { callback: true as const } : {}),
+        ...(typeof st.source?.callbackOf === 'string' ? { 'callback-of': st.source.callbackOf } : {}),
       };
   return {
     xnid: st.xnid,
@@ -275,6 +306,25 @@ export const callDecider: Decider<CallCommand, CallState, CallEvent> = {
       case 'Queue':
         requireOpen(s);
         return s.queuedAt !== null ? [] : [{ type: 'CallQueued', data: { ...base, queueId: c.queueId, number: s.started.customerNumber, ...(c.priority ? { priority: c.priority } : {}), ...(c.outbound ? { outbound: c.outbound } : {}) } }];
+      case 'RequestCallback':
+        requireOpen(s);
+        if (s.callbackId !== null) throw conflict(`call ${s.started.xnid} has a callback already`);
+        if (s.queuedAt === null || s.hangupRequested) throw conflict(`call ${s.started.xnid} is not waiting in a queue`);
+        return [
+          {
+            type: 'CallbackRequested',
+            data: {
+              ...base,
+              callbackId: c.callbackId,
+              queueId: s.queueId ?? 0,
+              number: s.started.customerNumber,
+              priority: s.queuedPriority,
+              queuedAt: s.queuedAt,
+              inbound: s.started.direction === 'Inbound',
+              skillId: s.started.skillId,
+            },
+          },
+        ];
       case 'Dequeue':
         return s.queuedAt === null || s.ended ? [] : [{ type: 'CallDequeued', data: base }];
       case 'Reject':

@@ -1,7 +1,12 @@
-/** GET /api/v1/queues (CONTRACT section 17): the queues now, for supervisors. */
+/** GET /api/v1/queues and POST /api/v1/queue-callback (CONTRACT section 17): the queues now, callbacks. */
 import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
-import { json, queuesAnswer } from '../answers.js';
+import { json, obj, queuesAnswer } from '../answers.js';
+import { handleCommand } from '../../commands/decider.js';
+import { callDecider } from '../../commands/call/call.js';
+import { newCallId } from '../../commands/call/place.js';
+import { streams } from '../../domain/streams.js';
+import { callFor } from '../../queries/calls.js';
 import { scopeService } from '../scope.js';
 import { forbidden } from '../../domain/errors.js';
 import { queueStates } from '../../queries/queues.js';
@@ -20,6 +25,28 @@ export const queueRoutes: RouteRegistrar = (app, ctx) => {
     handler: async ({ p, user }) => {
       if (!user.admin) throw forbidden('the queues need admin credentials');
       return queueStates(ctx, scopeService(user, p['svc-id']));
+    },
+  });
+
+  defineRoute(app, ctx, {
+    method: 'POST',
+    url: '/api/v1/queue-callback',
+    summary: 'A waiting caller is called back instead: the call ends and its place in the queue is kept',
+    tags: ['calls'],
+    auth: 'user',
+    response: json(obj({ callbackId: { type: 'string' } }), 'the callback; the callback call will have this id'),
+    params: {
+      xnid: { type: 'uuid', required: true, description: 'the waiting call' },
+    },
+    handler: async ({ p, user }) => {
+      if (!user.admin) throw forbidden('callbacks need admin credentials');
+      const xnid = p.xnid.toLowerCase();
+      await callFor(ctx, user, xnid);
+      const callbackId = newCallId();
+      // 409 from the decider when the call is not waiting in a queue.
+      const r = await handleCommand(ctx.events, streams.call(xnid), callDecider, { type: 'RequestCallback', callbackId, time: ctx.now() });
+      await ctx.sync.waitFor(r.position);
+      return { callbackId };
     },
   });
 };

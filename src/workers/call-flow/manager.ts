@@ -17,8 +17,9 @@ import { activeLegs, type CallCommand, type CallStartedData, type CallState } fr
 import type { AgentState } from '../../commands/agent/agent.js';
 import type { RecordingSigner } from '../../domain/recording.js';
 import { isEvent } from '../../domain/platform-events.js';
-import { SerialRunner } from './serial.js';
-import { agentOrder, queueCommand, routeOf, waitingCallers } from './router.js';
+import { SerialRunner, consumeEvents } from './serial.js';
+import { agentOrder, placeCallback, queueCommand, routeOf, turns } from './router.js';
+import { QueueCallbacks } from './callbacks.js';
 import { recoverCalls } from './recovery.js';
 import { ActorCommands, WEBHOOK_RECORDING_TTL_MS, type Step } from './commands.js';
 import { afterAgentLeft, allLegs, bridgeCommand, endSteps, ringStep, newActor, nextLegId, nothingLeft, partyLegs, type Actor, type AgentLeg } from './actor.js';
@@ -32,6 +33,7 @@ export class CallFlow {
   private stopped = false;
   private readonly steps: SerialRunner;
   private readonly commands: ActorCommands;
+  private readonly callbacks: QueueCallbacks;
 
   constructor(
     private readonly ctx: Context,
@@ -39,6 +41,7 @@ export class CallFlow {
     private readonly signer: RecordingSigner,
   ) {
     this.commands = new ActorCommands(ctx);
+    this.callbacks = new QueueCallbacks(ctx);
     this.steps = new SerialRunner((err, xnid) => this.ctx.logger.error({ err, xnid }, 'call flow step failed'));
   }
 
@@ -52,11 +55,14 @@ export class CallFlow {
     const head = await this.ctx.events.headPosition();
     await this.ctx.sync.waitFor(head);
     await recoverCalls(this.ctx, this.signer);
+    await this.callbacks.load();
     this.subscription = this.ctx.events.subscribeToAll({ after: head });
-    this.loop = this.consume(this.subscription);
+    this.loop = consumeEvents(this.subscription, (e) => this.onEvent(e), () => this.stopped, (err) => this.ctx.logger.error({ err }, 'call flow stopped: event subscription failed'));
     // Wrap-up ends by the clock, not by an event: look at waiting callers every second.
+    // So does overflow (overflowS): a waiting caller may take more agents as time passes.
     this.ticker = setInterval(() => {
       for (const a of this.actors.values()) if (a.state.queuedAt !== null) this.scheduleDispatch(a.started.svcId);
+      for (const svcId of this.callbacks.services()) this.scheduleDispatch(svcId);
     }, 1000);
     this.ticker.unref();
   }
@@ -75,24 +81,17 @@ export class CallFlow {
     await this.steps.idle();
   }
 
-  private async consume(sub: Subscription) {
-    try {
-      pages: for await (const page of sub.batches()) {
-        for (const e of page) {
-          if (this.stopped) break pages;
-          this.onEvent(e);
-        }
-      }
-    } catch (err) {
-      if (!this.stopped) this.ctx.logger.error({ err }, 'call flow stopped: event subscription failed');
-    }
-  }
-
   private onEvent(e: RecordedEvent) {
-    if (!isEvent(e, 'CallStarted', 'CallHangupRequested', 'SimulatedHangupRequested', 'CallTransferRequested', 'CallLegAddRequested', 'CallMonitorRequested', 'AgentLoggedIn', 'AgentBreakEnded', 'AgentReleased')) return;
+    if (!isEvent(e, 'CallStarted', 'CallHangupRequested', 'CallbackRequested', 'SimulatedHangupRequested', 'CallTransferRequested', 'CallLegAddRequested', 'CallMonitorRequested', 'AgentLoggedIn', 'AgentBreakEnded', 'AgentReleased')) return;
     switch (e.type) {
       case 'CallStarted':
+        if (e.data.source?.callbackOf) this.callbacks.remove(e.data.xnid);
         return this.run(e.data.xnid, () => this.onStarted(e.data));
+      case 'CallbackRequested':
+        // The caller's place is kept; the call itself ends as on a hangup.
+        this.callbacks.add(e.data);
+        this.scheduleDispatch(e.data.svcId);
+        return this.run(e.data.xnid, () => this.onHangupRequested(e.data.xnid));
       case 'CallHangupRequested':
         return this.run(e.data.xnid, () => this.onHangupRequested(e.data.xnid));
       case 'SimulatedHangupRequested':
@@ -317,7 +316,7 @@ export class CallFlow {
   private async pickAgent(a: Actor, answer?: Step): Promise<AgentState | null> {
     const up = (s?: CallState) => s?.legs[a.customerLeg!]?.phase === 'up';
     let carry = answer ? [answer] : [];
-    for (const agentId of await agentOrder(this.ctx, a, this.actors.values())) {
+    for (const agentId of await agentOrder(this.ctx, a, this.actors.values(), this.callbacks)) {
       if (a.started.namedAgentId === null && !this.commands.mayTry(a.started.svcId, agentId)) continue;
       const s = await this.commands.reserve(a, agentId, carry, (before) => !answer || up(before.at(-1)?.state as CallState));
       carry = [];
@@ -384,10 +383,15 @@ export class CallFlow {
   private scheduleDispatch(svcId: number) {
     if (this.dispatchPending.has(svcId) || this.stopped) return;
     this.dispatchPending.add(svcId);
-    setImmediate(() => {
-      this.dispatchPending.delete(svcId);
-      // In caller order (routing.ts): each caller leaves the agents of those before it alone.
-      for (const { a } of waitingCallers(this.actors.values(), svcId, this.ctx.now())) this.run(a.xnid, () => this.offerNext(a));
-    });
+    setImmediate(() =>
+      this.steps.run(`dispatch-${svcId}`, async () => {
+        this.dispatchPending.delete(svcId);
+        // In caller order (routing.ts): each caller leaves the agents of those before it alone.
+        for (const t of await turns(this.actors.values(), this.callbacks, svcId, this.ctx.now())) {
+          if (t.a) this.run(t.a.xnid, () => this.offerNext(t.a));
+          else this.run(`callback-${t.entry.callbackId}`, () => placeCallback(this.ctx, t.entry, t.caller, this.actors.values(), this.callbacks, this.commands));
+        }
+      }),
+    );
   }
 }

@@ -14,6 +14,8 @@ import type { AgentDoc } from '../../projections/agents.js';
 import { normalizePhone } from '../../domain/phone.js';
 import { agentsLeftFor, compareCallers, queueForDigits, routedCaller, type RoutedCaller } from '../../domain/routing.js';
 import type { Actor } from './actor.js';
+import type { CallbackEntry, QueueCallbacks } from './callbacks.js';
+import type { ActorCommands } from './commands.js';
 
 /** Where a call waits: its queue (null: none or not inbound) and the caller's customer priority. */
 export interface CallRoute {
@@ -62,17 +64,37 @@ export function waitingCallers(actors: Iterable<Actor>, svcId: number, now: numb
   return out.sort((x, y) => compareCallers(x.caller, y.caller));
 }
 
-/** The free agents (longest free first) this call tries, in order, leaving those to callers ranked before it. */
-export function agentsForCall(a: Actor, free: readonly AgentDoc[], actors: Iterable<Actor>, now: number): number[] {
-  const caller = callerOf(a, now);
-  const waiting = waitingCallers(actors, a.started.svcId, now).map((w) => w.caller);
-  return agentsLeftFor(caller, waiting, free, now);
+/** The free agents (longest free first) this caller tries, in order, leaving those to callers ranked before it (callbacks among them). */
+export function agentsForCall(caller: RoutedCaller, svcId: number, free: readonly AgentDoc[], actors: Iterable<Actor>, others: readonly RoutedCaller[], now: number): number[] {
+  const waiting = waitingCallers(actors, svcId, now).map((w) => w.caller);
+  return agentsLeftFor(caller, others.length ? [...waiting, ...others] : waiting, free, now);
 }
 
 /** The agents to try for the call, in order: the named agent alone, else the free agents by the routing policy. */
-export async function agentOrder(ctx: Context, a: Actor, actors: Iterable<Actor>): Promise<number[]> {
+export async function agentOrder(ctx: Context, a: Actor, actors: Iterable<Actor>, callbacks: QueueCallbacks): Promise<number[]> {
   if (a.started.namedAgentId !== null) return agentsToTry(a.started, [], a.tried);
-  return agentsForCall(a, await freeAgents(ctx, a.started.svcId), actors, ctx.now());
+  const svcId = a.started.svcId;
+  const others = (await callbacks.callers(svcId)).map((c) => c.caller);
+  const now = ctx.now();
+  return agentsForCall(callerOf(a, now), svcId, await freeAgents(ctx, svcId), actors, others, now);
+}
+
+export type Turn = { a: Actor; entry?: undefined } | { a?: undefined; entry: CallbackEntry; caller: RoutedCaller };
+
+/** The service's waiting callers and kept callback places, in caller order: the order the dispatch serves them. */
+export async function turns(actors: Iterable<Actor>, callbacks: QueueCallbacks, svcId: number, now: number): Promise<Turn[]> {
+  const live = waitingCallers(actors, svcId, now);
+  const kept = await callbacks.callers(svcId);
+  if (kept.length === 0) return live;
+  return [...live.map((l) => ({ ...l, rank: l.caller })), ...kept.map((k) => ({ ...k, rank: k.caller }))].sort((x, y) => compareCallers(x.rank, y.rank));
+}
+
+/** Places a kept callback with the agent routing gives it, if one is free. */
+export async function placeCallback(ctx: Context, entry: CallbackEntry, caller: RoutedCaller, actors: Iterable<Actor>, callbacks: QueueCallbacks, commands: ActorCommands): Promise<void> {
+  const others = (await callbacks.callers(entry.svcId)).map((c) => c.caller);
+  const now = ctx.now();
+  const agents = agentsForCall(caller, entry.svcId, await freeAgents(ctx, entry.svcId), actors, others, now);
+  if (agents.length > 0) await callbacks.place(entry, agents, commands);
 }
 
 /** The call joins a queue: an inbound caller the one its IVR digits chose, any other the service's first. */
