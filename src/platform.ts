@@ -28,6 +28,8 @@ import { applyProvisioning } from './commands/provisioning/provision.js';
 import { loadSigningKey, RecordingSigner } from './domain/recording.js';
 import { SimulatedSwitch } from './gateways/switch/simulator.js';
 import { CallFlow } from './workers/call-flow/manager.js';
+import { QueueAlertMonitor } from './workers/queue-alerts/monitor.js';
+import type { QueueAlertDoc } from './projections/queue-alerts.js';
 import { startSmsSender } from './workers/sms/sender.js';
 import { startScheduledCalls } from './workers/scheduler/scheduled-calls.js';
 import type { Follower } from './workers/follower.js';
@@ -195,6 +197,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   });
   metrics.sources.projectionLag = async () => Math.max(0, (await events.headPosition()) - (await projectedPosition()));
   metrics.sources.jobsWaiting = () => queue.waitingCounts(jobQueues);
+  metrics.sources.queueAlerts = () => reads.find<QueueAlertDoc>('queue-alerts');
   metrics.sources.activeCalls = async () => {
     const bySvc = new Map<number, number>();
     for (const c of await reads.find<ActiveCallDoc>('active-calls')) bySvc.set(c.svcId, (bySvc.get(c.svcId) ?? 0) + 1);
@@ -217,6 +220,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     ? new CallFlow(ctx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
     : null;
   const dialer = config.roles.has('worker') ? new DialerEngine(ctx) : null;
+  const alerts = config.roles.has('worker') ? new QueueAlertMonitor(ctx) : null;
   const socket = config.roles.has('socket') ? new EventSocketServer(ctx, { host: config.host, port: config.socketPort }) : null;
   if (socket) metrics.sources.socketClients = () => socket.stats().authenticated;
   let stopped = false;
@@ -236,6 +240,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
             followers.push(await startSmsSender(ctx));
             followers.push(await startScheduledCalls(ctx));
             await dialer!.start();
+            alerts!.start();
             delivery = await startDeliveryWorker(ctx);
           },
           async stop() {
@@ -243,6 +248,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
             delivery = null;
             for (const f of followers.splice(0)) await f.stop();
             await dialer!.stop();
+            await alerts!.stop();
             await callFlow!.stop();
           },
         },

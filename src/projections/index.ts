@@ -11,6 +11,7 @@ import { deliveriesProjection } from './deliveries.js';
 import { subscribersProjection } from './subscribers.js';
 import { callOutcomesProjection } from './call-outcomes.js';
 import { activeCallsProjection } from './active-calls.js';
+import { queueAlertsProjection } from './queue-alerts.js';
 
 export const projections: Projection<any>[] = [
   servicesProjection,
@@ -31,4 +32,5 @@ export const projections: Projection<any>[] = [
   callOutcomesProjection,
   activeCallsProjection,
   queueCallbacksProjection,
+  queueAlertsProjection,
 ];
