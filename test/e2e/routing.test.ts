@@ -138,6 +138,22 @@ describe('routing: queues, priorities, skills, overflow (CONTRACT 17)', () => {
     expect([g2.agentsFree, g2.expectedWaitSeconds, e2.agentsFree, e2.expectedWaitSeconds]).toEqual([1, 0, 0, null]);
   });
 
+  it('barge: the number\'s leg joins the answered call like a whisper or spy leg, as a barge; a bad type is 400', async () => {
+    await setAgent('9300003003', 'status=0');
+    const call = await inbound('9876500081');
+    await reached(s, call, 'CallBridged');
+    const res = await api('/api/v1/whisper-spy', { method: 'POST', form: { xnid: call, 'country-code': '91', type: 'barge', number: '9100000077' } });
+    expect([res.status, await res.json()]).toEqual([200, { isError: false, callTxnId: call }]);
+    const joined = (await reached(s, call, 'CallMonitorJoined')).find((e) => e.type === 'CallMonitorJoined')!.data as { mode: string };
+    expect(joined.mode).toBe('barge');
+    const bad = await api('/api/v1/whisper-spy', { method: 'POST', form: { xnid: call, 'country-code': '91', type: 'shout', number: '9100000077' } });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).message).toContain('barge');
+    await hangupCustomer(call);
+    const events = await ended(s, call);
+    expect(events.filter((e) => e.type === 'CallMonitorLeft')).toHaveLength(1);
+  });
+
   it('overflow: an unskilled free agent takes a skilled queue\'s caller once it waited overflowS, within a second', async () => {
     await setAgent('9300003003', 'status=0');
     const english = await inbound('9876500031', '1');

@@ -10,6 +10,8 @@ import { conflict } from '../../domain/errors.js';
 import { webhookTime } from '../../domain/time.js';
 
 export type LegRole = 'customer' | 'agent' | 'monitor';
+/** How a monitor leg joins: listens (spy), talks to the agent (whisper), talks to both parties (barge). */
+export type MonitorMode = 'spy' | 'whisper' | 'barge';
 export type CallOrigin = 'api' | 'inbound' | 'schedule' | 'dialer' | 'click2call';
 
 export interface CallStartedData {
@@ -52,7 +54,7 @@ export type LegData = LegEventData & { legId: string };
 export type CallEvent =
   | DomainEvent<'CallStarted', CallStartedData>
   | DomainEvent<LegEventType, LegData>
-  | DomainEvent<'CallMonitorJoined', Base & { legId: string; number: string; mode: 'spy' | 'whisper' }>
+  | DomainEvent<'CallMonitorJoined', Base & { legId: string; number: string; mode: MonitorMode }>
   | DomainEvent<'CallMonitorLeft', Base & { legId: string }>
   | DomainEvent<'CallQueued', Base & { queueId: number; number: string; priority?: number; outbound?: true }>
   | DomainEvent<'CallDequeued', Base>
@@ -63,7 +65,7 @@ export type CallEvent =
   | DomainEvent<'CallHangupRequested', Base & { userId: number | null }>
   | DomainEvent<'CallTransferRequested', Base & { fromAgentId: number; toAgentId: number; mode: 'BLIND' | 'ATTENDED' }>
   | DomainEvent<'CallLegAddRequested', Base & { byAgentId: number; toAgentId: number }>
-  | DomainEvent<'CallMonitorRequested', Base & { number: string; mode: 'spy' | 'whisper' }>
+  | DomainEvent<'CallMonitorRequested', Base & { number: string; mode: MonitorMode }>
   | DomainEvent<'SimulatedHangupRequested', Base & { party: 'customer' | 'agent' }>
   | DomainEvent<'CallEnded', CallEndedData>;
 
@@ -110,7 +112,7 @@ export interface CallState {
 export type CallCommand =
   | { type: 'Start'; data: CallStartedData }
   | { type: 'Ring'; legId: string; role: LegRole; agentId: number | null; number: string; time: number }
-  | { type: 'Answer'; legId: string; time: number; mode?: 'spy' | 'whisper' }
+  | { type: 'Answer'; legId: string; time: number; mode?: MonitorMode }
   | { type: 'Down'; legId: string; time: number }
   | { type: 'Bridge'; agentId: number; agentName: string; agentNumber: string; time: number }
   | { type: 'Queue'; queueId: number; time: number; priority?: number; outbound?: true }
@@ -120,7 +122,7 @@ export type CallCommand =
   | { type: 'RequestHangup'; userId: number | null; time: number }
   | { type: 'RequestTransfer'; fromAgentId: number; toAgentId: number; mode: 'BLIND' | 'ATTENDED'; time: number }
   | { type: 'RequestAddLeg'; byAgentId: number; toAgentId: number; time: number }
-  | { type: 'RequestMonitor'; number: string; mode: 'spy' | 'whisper'; time: number }
+  | { type: 'RequestMonitor'; number: string; mode: MonitorMode; time: number }
   | { type: 'RequestSimulatedHangup'; party: 'customer' | 'agent'; time: number }
   | { type: 'End'; time: number; recordingUrl: string | null };
 

@@ -3,7 +3,7 @@
  * they are for, the agents it reserved or that refused the call. The call aggregate holds what
  * happened; this is what the worker needs besides to decide its next step. Pure helpers only.
  */
-import { activeLegs, callDecider, type CallCommand, type CallStartedData, type CallState } from '../../commands/call/call.js';
+import { activeLegs, callDecider, type CallCommand, type CallStartedData, type CallState, type MonitorMode } from '../../commands/call/call.js';
 import type { Step } from './commands.js';
 import type { AgentState } from '../../commands/agent/agent.js';
 import type { CallRoute } from './router.js';
@@ -24,7 +24,7 @@ export interface Actor {
   seq: number;
   customerLeg: string | null;
   agentLegs: Map<string, AgentLeg>;
-  monitorLegs: Map<string, 'spy' | 'whisper'>;
+  monitorLegs: Map<string, MonitorMode>;
   /** Agents reserved for this call and not yet released. */
   reserved: Map<number, AgentState>;
   /** Agents that did not answer this call: not offered it again until they log in or end a break. */

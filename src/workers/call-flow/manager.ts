@@ -13,7 +13,7 @@
 import type { Context } from '../../context.js';
 import type { RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
 import type { Switch, SwitchSignal } from '../../gateways/switch/port.js';
-import { activeLegs, type CallCommand, type CallStartedData, type CallState } from '../../commands/call/call.js';
+import { activeLegs, type CallCommand, type CallStartedData, type CallState, type MonitorMode } from '../../commands/call/call.js';
 import type { AgentState } from '../../commands/agent/agent.js';
 import type { RecordingSigner } from '../../domain/recording.js';
 import { isEvent } from '../../domain/platform-events.js';
@@ -198,7 +198,7 @@ export class CallFlow {
     if (target) this.dialAgent(a, target, 'add');
   }
 
-  private async onMonitor(xnid: string, number: string, mode: 'spy' | 'whisper') {
+  private async onMonitor(xnid: string, number: string, mode: MonitorMode) {
     const a = this.actors.get(xnid);
     if (!a || a.ending) return;
     const legId = nextLegId(a);
