@@ -20,10 +20,16 @@ export interface QueueWaiting {
   priority: number;
 }
 
-export interface QueueState {
+/** What the wallboard shows besides: when the caller joined, and whether it is a kept callback place. */
+export interface QueueWaitingMore extends QueueWaiting {
+  since: number;
+  callback: boolean;
+}
+
+export interface QueueState<W extends QueueWaiting = QueueWaiting> {
   queueId: number;
   name: string;
-  waiting: QueueWaiting[];
+  waiting: W[];
   longestWaitSeconds: number;
   agentsFree: number;
   expectedWaitSeconds: number | null;
@@ -36,25 +42,35 @@ export const callerOfDoc = (w: QueuedCallerDoc, queue: QueueDef | null): RoutedC
 /** Logged in and not on a break: an agent who takes calls now or once off the current one. */
 const staffed = (a: AgentDoc) => a.exists && a.status === 0 && (a.breakCode === -1 || a.breakCode === 0);
 
-/** When a staffed agent is expected to be free: now, the end of its wrap-up, or its call's start plus a handle time. */
+/**
+ * When a staffed agent is expected to be free: now, the end of its wrap-up, or its call's start plus
+ * the handle time; a call that has outlasted it is expected to take half a handle time more. Without
+ * a handle time a busy agent is simply not free (the estimate then has no basis unless enough are).
+ */
 function availableAt(a: AgentDoc, handleMs: number | null, now: number): number {
   if (isFree(a, now)) return now;
   if (!a.call) return a.freeSince;
-  return (a.call.since ?? a.time) + (handleMs ?? 0);
+  if (handleMs === null) return now + 1;
+  return Math.max((a.call.since ?? a.time) + handleMs, now + handleMs / 2);
 }
 
 /** The service's waiting callers and kept callback places (as the call that asked for it, with no live leg). */
-export async function waitingIn(ctx: Context, svcId: number): Promise<QueuedCallerDoc[]> {
+export async function waitingIn(ctx: Context, svcId: number): Promise<(QueuedCallerDoc & { callback?: true })[]> {
   const live = await ctx.reads.find<QueuedCallerDoc>('queued-callers', { svcId }, { orderBy: { field: 'since' } });
   const kept = await ctx.reads.find<QueueCallbackDoc>('queue-callbacks', { svcId });
   if (kept.length === 0) return live;
   return [
     ...live,
-    ...kept.map((k) => ({ svcId, queueId: k.queueId, number: k.number, xnid: k.xnid, since: k.queuedAt, ...(k.priority ? { priority: k.priority } : {}), ...(k.inbound ? {} : { outbound: true as const }) })),
+    ...kept.map((k) => ({ callback: true as const, svcId, queueId: k.queueId, number: k.number, xnid: k.xnid, since: k.queuedAt, ...(k.priority ? { priority: k.priority } : {}), ...(k.inbound ? {} : { outbound: true as const }) })),
   ];
 }
 
-export async function queueStates(ctx: Context, svcId: number): Promise<QueueState[]> {
+/** GET /api/v1/queues: the contract's fields only. */
+export async function queueList(ctx: Context, svcId: number): Promise<QueueState[]> {
+  return (await queueStates(ctx, svcId)).map((q) => ({ ...q, waiting: q.waiting.map(({ xnid, number, position, waitSeconds, priority }) => ({ xnid, number, position, waitSeconds, priority })) }));
+}
+
+export async function queueStates(ctx: Context, svcId: number): Promise<QueueState<QueueWaitingMore>[]> {
   const service = await ctx.reads.get<ServiceDoc>('services', String(svcId));
   if (!service) throw notFound(`service ${svcId} not found`);
   const now = ctx.now();
@@ -78,7 +94,7 @@ export async function queueStates(ctx: Context, svcId: number): Promise<QueueSta
     return {
       queueId: q.id,
       name: q.name,
-      waiting: mine.map(({ w }, i) => ({ xnid: w.xnid, number: w.number, position: i + 1, waitSeconds: waitS(w.since), priority: w.priority ?? 0 })),
+      waiting: mine.map(({ w }, i) => ({ xnid: w.xnid, number: w.number, position: i + 1, waitSeconds: waitS(w.since), priority: w.priority ?? 0, since: w.since, callback: w.callback === true })),
       longestWaitSeconds: mine.reduce((m, { w }) => Math.max(m, waitS(w.since)), 0),
       agentsFree: able.filter((a) => isFree(a, now) && mayTake(joining, a, now)).length,
       expectedWaitSeconds: expected === null ? null : Math.round(expected / 1000),

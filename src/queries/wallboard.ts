@@ -1,11 +1,13 @@
-/** What the wallboard shows of a service now: agents in their states, callers waiting per queue, today's counters. */
+/** What the wallboard shows of a service now: agents in their states, callers waiting per queue in the order served, alerts, today's counters. */
 import type { Context } from '../context.js';
 import type { ServiceDoc } from '../projections/services.js';
 import { BREAK_NAMES, dashboardStatus } from '../commands/agent/agent.js';
 import { dayOf } from '../domain/time.js';
 import { notFound } from '../domain/errors.js';
 import { serviceAgents } from './agents.js';
-import { callStatsKey, type CallStatsDoc, type QueuedCallerDoc } from '../projections/calls.js';
+import { callStatsKey, type CallStatsDoc } from '../projections/calls.js';
+import type { QueueAlertDoc } from '../projections/queue-alerts.js';
+import { queueStates } from './queues.js';
 import { callOutcomesProjection, todayCounters, type CallOutcomeDoc } from '../projections/call-outcomes.js';
 
 export type WallboardState = 'free' | 'ringing' | 'call' | 'break' | 'wrapup' | 'logout';
@@ -43,12 +45,17 @@ export async function wallboard(ctx: Context, svcId: number) {
     const since = state === 'free' ? Math.max(a.time, a.freeSince) : a.time;
     return { id: a.agentId, name: a.name, number: a.number, state, since, breakName: state === 'break' ? (BREAK_NAMES[a.breakCode] ?? null) : null };
   });
-  const waiting = await ctx.reads.find<QueuedCallerDoc>('queued-callers', { svcId }, { orderBy: { field: 'since' } });
-  const queues = service.queues.map((q) => ({
-    id: q.id,
+  // Callers in the order they are served, each queue's expected wait and its live alerts (CONTRACT section 17).
+  const queues = (await queueStates(ctx, svcId)).map((q) => ({
+    id: q.queueId,
     name: q.name,
-    callers: waiting.filter((w) => w.queueId === q.id).map((w) => ({ xnid: w.xnid, number: w.number, since: w.since })),
+    expectedWaitSeconds: q.expectedWaitSeconds,
+    agentsFree: q.agentsFree,
+    callers: q.waiting.map((w) => ({ xnid: w.xnid, number: w.number, since: w.since, position: w.position, priority: w.priority, callback: w.callback })),
   }));
+  const alerts = (await ctx.reads.find<QueueAlertDoc>('queue-alerts', { svcId }))
+    .map(({ queueId, reason, value, threshold, time }) => ({ queueId, reason, value, threshold, time }))
+    .sort((a, b) => a.time - b.time);
   const stats = await ctx.reads.get<CallStatsDoc>('call-stats', callStatsKey(svcId, day));
   const outcomes = todayCounters(await todaysOutcomes(ctx, svcId, day), now);
   return {
@@ -57,6 +64,7 @@ export async function wallboard(ctx: Context, svcId: number) {
     day,
     agents,
     queues,
+    alerts,
     counters: {
       totalCalls: stats?.totalCalls ?? 0,
       inbound: stats?.ibCalls ?? 0,

@@ -9,7 +9,7 @@ import { streams } from '../../domain/streams.js';
 import { callFor } from '../../queries/calls.js';
 import { scopeService } from '../scope.js';
 import { forbidden } from '../../domain/errors.js';
-import { queueStates } from '../../queries/queues.js';
+import { queueList } from '../../queries/queues.js';
 
 export const queueRoutes: RouteRegistrar = (app, ctx) => {
   defineRoute(app, ctx, {
@@ -24,7 +24,7 @@ export const queueRoutes: RouteRegistrar = (app, ctx) => {
     },
     handler: async ({ p, user }) => {
       if (!user.admin) throw forbidden('the queues need admin credentials');
-      return queueStates(ctx, scopeService(user, p['svc-id']));
+      return queueList(ctx, scopeService(user, p['svc-id']));
     },
   });
 
