@@ -7,6 +7,8 @@ import { openSse, basic } from '../support/sse.js';
 import { until } from '../support/until.js';
 import { ended, eventually, reached } from '../support/wait.js';
 import { ROUTING_ADMIN, routingDoc } from '../support/routing.js';
+import { replay } from '../../src/projections/replay.js';
+import { loadConfig } from '../../src/config.js';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
@@ -71,10 +73,12 @@ describe('queue alerts (CONTRACT 17)', () => {
     await hangup(caller);
     await ended(s, caller);
 
-    // A restart neither repeats nor loses a crossing.
+    // A restart after a replay of the log neither repeats nor loses a crossing.
     const dataDir = s.dataDir;
     await s.stop({ keepData: true });
+    await replay(loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' }));
     s = await startServer(ENV, { dataDir });
+    expect(await metric()).toEqual([]);
     const again = await inbound('9876500072');
     await reached(s, again, 'CallBridged');
     await hangup(again);
@@ -95,6 +99,14 @@ describe('queue alerts (CONTRACT 17)', () => {
     }
     const raised = await until(() => alerts().slice(before).find((a) => a.body.type === 'QueueAlert'), 'the serviceLevel alert', 10_000);
     expect(raised.body).toMatchObject({ svcId: 301, queueId: 3, reason: 'serviceLevel', value: 0, threshold: 80 });
+    // The live alert survives a replay and a restart, and is not sent again.
+    const dataDir = s.dataDir;
+    await s.stop({ keepData: true });
+    await replay(loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' }));
+    s = await startServer(ENV, { dataDir });
+    expect(await metric()).toEqual(['telephony_queue_alerts{svc_id="301",queue_id="3",reason="serviceLevel"} 1']);
+    const page = await (await fetch(`${s.url}/wallboard/state?svc-id=301`, { headers: { authorization: basic(ROUTING_ADMIN) } })).json();
+    expect(page.alerts).toEqual([{ queueId: 3, reason: 'serviceLevel', value: 0, threshold: 80, time: raised.body.time }]);
     // Twenty answered at once: 20 of 25 = 80 %, not below the target.
     await setAgent('9300003003', 'status=0');
     for (let i = 0; i < 20; i++) {
