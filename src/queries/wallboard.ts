@@ -20,7 +20,8 @@ const STATES: Record<string, WallboardState> = { '0': 'free', '1': 'call', '2': 
  */
 const outcomeCache = new WeakMap<Context, Map<string, { checkpoint: number; docs: CallOutcomeDoc[] }>>();
 
-async function todaysOutcomes(ctx: Context, svcId: number, day: string): Promise<CallOutcomeDoc[]> {
+/** A day's call outcomes of a service (the wallboard's counters, the queue alerts' service level). */
+export async function todaysOutcomes(ctx: Context, svcId: number, day: string): Promise<CallOutcomeDoc[]> {
   let byKey = outcomeCache.get(ctx);
   if (!byKey) outcomeCache.set(ctx, (byKey = new Map()));
   const key = `${svcId}|${day}`;
@@ -28,8 +29,9 @@ async function todaysOutcomes(ctx: Context, svcId: number, day: string): Promise
   const hit = byKey.get(key);
   if (hit && hit.checkpoint === checkpoint) return hit.docs;
   const docs = await ctx.reads.find<CallOutcomeDoc>(callOutcomesProjection.name, { svcId, day });
-  // Only today's entry per service is kept.
-  for (const k of byKey.keys()) if (k.startsWith(`${svcId}|`)) byKey.delete(k);
+  // At most two days per service are kept (the alerts' 15 minutes may reach into yesterday).
+  const mine = [...byKey.keys()].filter((k) => k.startsWith(`${svcId}|`) && k !== key).sort();
+  for (const k of mine.slice(0, -1)) byKey.delete(k);
   byKey.set(key, { checkpoint, docs });
   return docs;
 }

@@ -10,7 +10,7 @@
 import type { Context } from '../../context.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import type { QueuedCallerDoc } from '../../projections/calls.js';
-import type { CallOutcomeDoc } from '../../projections/call-outcomes.js';
+import { todaysOutcomes } from '../../queries/wallboard.js';
 import { handleCommand } from '../../commands/decider.js';
 import { queueAlertDecider, queueAlertStream, type AlertReading } from '../../commands/queue-alert/queue-alert.js';
 import { queueReadings, SL_WINDOW_MS, type QueueEntry } from '../../domain/queue-alerts.js';
@@ -64,7 +64,8 @@ export class QueueAlertMonitor {
     const days = new Set([dayOf(now - SL_WINDOW_MS, service.timezone), dayOf(now, service.timezone)]);
     const out: (QueueEntry & { queueId: number })[] = [];
     for (const day of days) {
-      for (const d of await this.ctx.reads.find<CallOutcomeDoc>('call-outcomes', { svcId: service.svcId, day })) {
+      // Read again only when the read model moved (wallboard.ts keeps today's per service).
+      for (const d of await todaysOutcomes(this.ctx, service.svcId, day)) {
         if (d.queuedAt === null || d.queueId === undefined || d.queuedAt <= now - SL_WINDOW_MS) continue;
         out.push({ queueId: d.queueId, queuedAt: d.queuedAt, answeredAt: d.answeredAt, ended: d.disposition !== null });
       }
