@@ -1,7 +1,7 @@
 /** The routing policy of CONTRACT section 17: examples, and properties over random callers and agents (fast-check). */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { agentsFor, agentsLeftFor, assignAgents, compareCallers, mayTake, queueForDigits, routedCaller, type RoutedAgent, type RoutedCaller } from '../../src/domain/routing.js';
+import { agentsFor, agentsLeftFor, assignAgents, compareCallers, expectedWaitMs, mayTake, queueForDigits, routedCaller, type RoutedAgent, type RoutedCaller } from '../../src/domain/routing.js';
 
 const SKILLS = [1, 2, 3];
 
@@ -149,6 +149,24 @@ describe('routing invariants (property tests)', () => {
           now += 1000;
         }
         expect(waiting).toEqual([]);
+      }),
+    );
+  });
+});
+
+describe('expected wait', () => {
+  it('0 with an agent free for the newcomer; the callers ahead take the earliest agents in turn; null without a basis', () => {
+    expect(expectedWaitMs(0, [1000, 5000], 60_000, 1000)).toBe(0);
+    expect(expectedWaitMs(1, [1000, 5000], 60_000, 1000)).toBe(4000);
+    // Two ahead, agents free at 5 s and 10 s, calls of 60 s: the first ahead takes 5 s, the second 10 s, the newcomer 65 s.
+    expect(expectedWaitMs(2, [5000, 10_000], 60_000, 0)).toBe(65_000);
+    expect(expectedWaitMs(0, [], 60_000, 0)).toBeNull();
+    expect(expectedWaitMs(0, [5000], null, 0)).toBeNull();
+  });
+  it('never shorter with more callers ahead', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 20 }), fc.array(fc.integer({ min: 0, max: 100_000 }), { minLength: 1, maxLength: 8 }), fc.integer({ min: 1, max: 300_000 }), (ahead, at, handle) => {
+        expect(expectedWaitMs(ahead + 1, at, handle, 50_000)!).toBeGreaterThanOrEqual(expectedWaitMs(ahead, at, handle, 50_000)!);
       }),
     );
   });
