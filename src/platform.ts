@@ -29,6 +29,8 @@ import { loadSigningKey, RecordingSigner } from './domain/recording.js';
 import { CursorCodec } from './domain/cursor.js';
 import { SimulatedSwitch } from './gateways/switch/simulator.js';
 import { CallFlow } from './workers/call-flow/manager.js';
+import { QueueAlertMonitor } from './workers/queue-alerts/monitor.js';
+import type { QueueAlertDoc } from './projections/queue-alerts.js';
 import { startSmsSender } from './workers/sms/sender.js';
 import { startScheduledCalls } from './workers/scheduler/scheduled-calls.js';
 import type { Follower } from './workers/follower.js';
@@ -211,6 +213,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   });
   metrics.sources.projectionLag = async () => Math.max(0, (await events.headPosition()) - (await projectedPosition()));
   metrics.sources.jobsWaiting = () => queue.waitingCounts(jobQueues);
+  metrics.sources.queueAlerts = () => reads.find<QueueAlertDoc>('queue-alerts');
   metrics.sources.activeCalls = async () => {
     const bySvc = new Map<number, number>();
     for (const c of await reads.find<ActiveCallDoc>('active-calls')) bySvc.set(c.svcId, (bySvc.get(c.svcId) ?? 0) + 1);
@@ -238,6 +241,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     ? new CallFlow(workerCtx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
     : null;
   const dialer = config.roles.has('worker') ? new DialerEngine(workerCtx) : null;
+  const alerts = config.roles.has('worker') ? new QueueAlertMonitor(workerCtx) : null;
   const socket = config.roles.has('socket') ? new EventSocketServer(ctx, { host: config.host, port: config.socketPort, maxConnectionsPerAddress: config.socketMaxPerAddress }) : null;
   if (socket) {
     metrics.sources.socketClients = () => socket.stats().authenticated;
@@ -263,6 +267,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
             followers.push(await startSmsSender(workerCtx));
             followers.push(await startScheduledCalls(workerCtx));
             await dialer!.start();
+            alerts!.start();
             delivery = await startDeliveryWorker(workerCtx);
           },
           async stop() {
@@ -270,6 +275,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
             delivery = null;
             for (const f of followers.splice(0)) await f.stop();
             await dialer!.stop();
+            await alerts!.stop();
             await callFlow!.stop();
           },
         },

@@ -54,15 +54,43 @@
     }
   }
 
-  function renderQueues(queues) {
+  const ALERT_TEXT = {
+    wait: (a) => `Wait over ${a.threshold} s`,
+    serviceLevel: (a) => `Service level ${a.value}% < ${a.threshold}%`,
+  };
+
+  // Queues with their callers in the order they are served, each queue's expected wait and its live alerts.
+  function renderQueues(queues, alerts) {
     let total = 0;
     $('queues').replaceChildren(
       ...queues.map((q) => {
         total += q.callers.length;
         const list = q.callers.length
-          ? el('ol', {}, ...q.callers.map((c) => el('li', { class: 'caller', 'data-xnid': c.xnid }, el('span', { class: 'number' }, c.number), el('span', { class: 'wait', 'data-since': c.since }, duration(serverNow() - c.since)))))
+          ? el(
+              'ol',
+              {},
+              ...q.callers.map((c) =>
+                el(
+                  'li',
+                  { class: c.callback ? 'caller callback' : 'caller', 'data-xnid': c.xnid, 'data-position': c.position },
+                  el('span', { class: 'number' }, c.number),
+                  c.priority > 0 ? el('span', { class: 'priority', title: 'customer priority' }, `P${c.priority}`) : '',
+                  c.callback ? el('span', { class: 'tag', title: 'to be called back' }, 'callback') : '',
+                  el('span', { class: 'wait', 'data-since': c.since }, duration(serverNow() - c.since)),
+                ),
+              ),
+            )
           : el('p', { class: 'empty' }, 'Nobody waiting');
-        return el('div', { class: 'queue', 'data-queue-id': q.id }, el('h3', {}, q.name, el('span', {}, `${q.callers.length} waiting`)), list);
+        const ewt = q.expectedWaitSeconds === null ? '—' : duration(q.expectedWaitSeconds * 1000);
+        const mine = alerts.filter((a) => a.queueId === q.id);
+        return el(
+          'div',
+          { class: mine.length ? 'queue alerting' : 'queue', 'data-queue-id': q.id },
+          el('h3', {}, q.name, el('span', {}, `${q.callers.length} waiting`)),
+          el('p', { class: 'queue-meta' }, 'expected wait ', el('b', { 'data-expected-wait': q.id }, ewt), ` · ${q.agentsFree} free`),
+          ...mine.map((a) => el('p', { class: 'alert', 'data-alert': a.queueId, 'data-reason': a.reason }, ALERT_TEXT[a.reason] ? ALERT_TEXT[a.reason](a) : a.reason)),
+          list,
+        );
       }),
     );
     $('waiting-total').textContent = String(total);
@@ -83,7 +111,7 @@
     $('service-meta').textContent = `service ${s.service.id} · ${s.service.timezone}`;
     renderCounters(s.counters);
     renderAgents(s.agents);
-    renderQueues(s.queues);
+    renderQueues(s.queues, s.alerts || []);
     tick();
   }
 
@@ -91,7 +119,7 @@
   function tick() {
     const now = serverNow();
     for (const node of document.querySelectorAll('[data-since]')) node.textContent = duration(now - Number(node.getAttribute('data-since')));
-    for (const node of document.querySelectorAll('.caller')) node.classList.toggle('late', now - Number(node.querySelector('.wait').getAttribute('data-since')) > 20000);
+    for (const node of document.querySelectorAll('.caller:not(.callback)')) node.classList.toggle('late', now - Number(node.querySelector('.wait').getAttribute('data-since')) > 20000);
     if (current) $('clock').textContent = new Date(now).toLocaleTimeString([], { timeZone: current.service.timezone, hour: '2-digit', minute: '2-digit', second: '2-digit' });
   }
 
@@ -143,6 +171,8 @@
   events.addEventListener('error', () => live(false));
   events.addEventListener('call', refresh);
   events.addEventListener('agent', refresh);
+  events.addEventListener('QueueAlert', refresh);
+  events.addEventListener('QueueAlertCleared', refresh);
   setInterval(tick, 1000);
   refresh();
 })();

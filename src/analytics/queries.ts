@@ -28,7 +28,11 @@ export async function callDetail(ctx: Context, user: AuthUser, xnid: string) {
   const events = await ctx.events.readStream(streams.call(doc.xnid));
   const agentIds: number[] = [];
   let record = null;
+  // The queue the call joined (CONTRACT section 17): the one it waited in, else the one its IVR digits chose.
+  let queueId: number | null = null;
   for (const e of events) {
+    if (isEvent(e, 'CallStarted')) queueId = e.data.queueId ?? null;
+    if (isEvent(e, 'CallQueued') && queueId === null && e.data.queueId > 0) queueId = e.data.queueId;
     if (isEvent(e, 'AgentRing')) {
       const id = e.data.agentId;
       if (id !== null && !agentIds.includes(id)) agentIds.push(id);
@@ -41,6 +45,7 @@ export async function callDetail(ctx: Context, user: AuthUser, xnid: string) {
     summary: callSummary(ctx, doc),
     record,
     agentIds,
+    queueId,
     events: events.filter(isLegEvent).map(toSocketEvent),
   };
 }

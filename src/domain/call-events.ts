@@ -35,6 +35,10 @@ export interface WebhookRecord {
   'call-type': 'incoming' | 'outgoing';
   'virtual-number': string;
   disposition: 'answered' | 'missed';
+  /** The caller asked for a callback while waiting (CONTRACT section 17). */
+  callback?: true;
+  /** This call is the callback of that call. */
+  'callback-of'?: string;
 }
 
 export interface CallEndedData {

@@ -13,9 +13,22 @@ export interface SkillDef {
   id: number;
   name: string;
 }
+/** A queue; the routing fields (CONTRACT section 17) are present only when provisioned. */
 export interface QueueDef {
   id: number;
   name: string;
+  /** IVR digits that choose this queue (the longest prefix of the caller's digits wins). */
+  digits?: string;
+  /** Callers are offered to agents with this skill (highest level first). */
+  skillId?: number;
+  /** Higher first; absent: 0. */
+  priority?: number;
+  /** After this wait any free agent may take a caller too; absent: never. */
+  overflowS?: number;
+  /** Alert while a caller has waited longer. */
+  maxWaitS?: number;
+  /** Alert while the 15-minute service level (percent) is below. */
+  serviceLevelTarget?: number;
 }
 export interface AgentSkill {
   skillId: number;
@@ -56,6 +69,8 @@ export interface CustomerProvisionedData {
   email: string | null;
   /** Present (true) only when the customer asked not to be called (CONTRACT section 15). */
   dnd?: true;
+  /** Present only when not 0: callers with a higher priority are served first (CONTRACT section 17). */
+  priority?: number;
 }
 
 export interface UserProvisionedData {

@@ -17,6 +17,7 @@ import type { OtpEvent } from '../commands/otp/otp.js';
 import type { ScheduleEvent } from '../commands/schedule/schedule.js';
 import type { SmsEvent } from '../commands/sms/sms.js';
 import type { SubscriberEvent } from '../commands/subscriber/subscriber.js';
+import type { QueueAlertEvent } from '../commands/queue-alert/queue-alert.js';
 import type { CustomerProvisioned, DeliveryIdsOrdered, RecordingKeyCreated, ServiceProvisioned, UserEvent, UsernameEvent, WorkerFenced } from './events.js';
 
 export { allTypes } from './events.js';
@@ -35,6 +36,7 @@ export type PlatformEvent =
   | ContactEvent
   | SubscriberEvent
   | DeliveryEvent
+  | QueueAlertEvent
   | RecordingKeyCreated
   | DeliveryIdsOrdered
   | WorkerFenced;

@@ -22,6 +22,22 @@ export const json = (schema: JsonSchema, description?: string): Answer => ({ jso
 export const TRUE: Answer = json({ type: 'boolean', enum: [true] }, 'true');
 export const SUCCESS: Answer = textAnswer('Success', 'Success');
 
+/** GET /api/v1/queues (CONTRACT section 17). */
+export const queuesAnswer: JsonSchema = arrayOf(obj({
+  queueId: int,
+  name: str,
+  waiting: arrayOf(obj({
+    xnid: str,
+    number: str,
+    position: { type: 'integer', description: "the caller's place in the queue, 1 = next" },
+    waitSeconds: int,
+    priority: { type: 'integer', description: "the caller's customer priority" },
+  })),
+  longestWaitSeconds: int,
+  agentsFree: { type: 'integer', description: 'free agents who could take a caller joining the queue now' },
+  expectedWaitSeconds: { type: 'number', nullable: true, description: 'estimated wait of a caller joining now; null without a basis' },
+}, 'a queue now'));
+
 export const agentRecordSchema = obj({
   id: int,
   number: str,
@@ -51,6 +67,8 @@ export const callSummary = obj({
   time: { type: 'string', description: 'YYYY-MM-DDHH:MM:SS in the service timezone' },
   callType: { type: 'string', description: 'INBOUND or OUTBOUND' },
   ivrData: str,
+  callback: { type: 'boolean', description: 'present (true) when the caller asked for a callback while waiting' },
+  'callback-of': { type: 'string', description: 'present on a callback: the id of the call that asked for it' },
 }, 'call summary');
 
 export const customerBasic = obj({ number: str, note: str, address: str, name: str }, 'customer details (basic)');

@@ -21,6 +21,8 @@ export interface MetricSources {
   liveStreams?: () => number;
   /** Jobs waiting (due or delayed) per queue. */
   jobsWaiting?: () => Promise<Record<string, number>>;
+  /** Queue alerts in force (CONTRACT section 17). */
+  queueAlerts?: () => Promise<{ svcId: number; queueId: number; reason: string }[]>;
 }
 
 export type DeliveryOutcome = 'delivered' | 'retry' | 'failed';
@@ -53,6 +55,16 @@ export class PlatformMetrics {
       registers,
       async collect() {
         if (sources.projectionLag) this.set(await sources.projectionLag());
+      },
+    });
+    new Gauge({
+      name: 'telephony_queue_alerts',
+      help: 'Queue alerts in force (1 each), by service, queue and reason',
+      labelNames: ['svc_id', 'queue_id', 'reason'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const a of (await sources.queueAlerts?.()) ?? []) this.set({ svc_id: String(a.svcId), queue_id: String(a.queueId), reason: a.reason }, 1);
       },
     });
     new Gauge({

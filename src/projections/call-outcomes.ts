@@ -14,6 +14,8 @@ export interface CallOutcomeDoc extends Pick<CallStartedData, 'svcId' | 'day' | 
   /** Epoch ms an agent first answered; null until then. */
   answeredAt: number | null;
   disposition: CallEndedData['disposition'] | null;
+  /** The queue an inbound caller entered (CONTRACT section 17); absent when none. */
+  queueId?: number;
 }
 
 export const callOutcomesProjection: Projection<CallOutcomeDoc> = projection({
@@ -26,7 +28,7 @@ export const callOutcomesProjection: Projection<CallOutcomeDoc> = projection({
   evolve(doc, e) {
     if (e.type === 'CallStarted') {
       const d = e.data;
-      return { svcId: d.svcId, day: d.day, direction: d.direction, queuedAt: null, answeredAt: null, disposition: null };
+      return { svcId: d.svcId, day: d.day, direction: d.direction, queuedAt: null, answeredAt: null, disposition: null, ...(typeof d.queueId === 'number' ? { queueId: d.queueId } : {}) };
     }
     // Blocked callers' calls (never started here) stay out.
     if (!doc) return doc;

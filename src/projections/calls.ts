@@ -2,7 +2,7 @@
  * Read models of calls: `calls` (one summary per call), `call-stats` (calls begun per service and
  * day), `in-ivr` and `queued-callers` (live dashboard), `metering` (inbound, outbound, spam).
  */
-import type { CallEvent, CallStartedData } from '../commands/call/call.js';
+import type { CallEvent, CallStartedData, CallbackPlace } from '../commands/call/call.js';
 import type { CallEndedData } from '../domain/call-events.js';
 import { projection, type Projection } from './projection.js';
 
@@ -16,7 +16,7 @@ export interface CallStatsDoc extends Record<string, unknown> {
 type CallQueuedData = Extract<CallEvent, { type: 'CallQueued' }>['data'];
 
 /** A caller waiting in a queue. */
-export interface QueuedCallerDoc extends Pick<CallQueuedData, 'svcId' | 'queueId' | 'number' | 'xnid'>, Record<string, unknown> {
+export interface QueuedCallerDoc extends Pick<CallQueuedData, 'svcId' | 'queueId' | 'number' | 'xnid' | 'priority' | 'outbound'>, Record<string, unknown> {
   since: number;
 }
 
@@ -34,17 +34,22 @@ export interface CallDoc
   agentName: string | null;
   recording: boolean;
   ended: boolean;
+  /** CONTRACT section 17: the caller asked for a callback / this call is the callback of that one. */
+  callback?: true;
+  callbackOf?: string;
 }
 
 export const callsProjection: Projection<CallDoc> = projection({
   name: 'calls',
   // The other call events change nothing of the summary.
-  canHandle: ['CallStarted', 'CustomerRing', 'AgentRing', 'CallBridged', 'CallEnded'],
+  canHandle: ['CallStarted', 'CustomerRing', 'AgentRing', 'CallBridged', 'CallbackRequested', 'CallEnded'],
   keys: (e) => (e.streamId.startsWith('call-') && e.data.xnid ? [e.data.xnid] : []),
   evolve(doc, e) {
     if (e.type === 'CallStarted') {
       const d = e.data;
+      const callbackOf = d.source?.callbackOf;
       return {
+        ...(typeof callbackOf === 'string' ? { callbackOf } : {}),
         xnid: d.xnid,
         svcId: d.svcId,
         direction: d.direction,
@@ -70,6 +75,8 @@ export const callsProjection: Projection<CallDoc> = projection({
         return doc.startTime === null ? { ...doc, startTime: e.data.time } : doc;
       case 'CallBridged':
         return { ...doc, agentId: e.data.agentId, agentName: e.data.agentName };
+      case 'CallbackRequested':
+        return { ...doc, callback: true };
       case 'CallEnded': {
         const d = e.data;
         return {
@@ -120,7 +127,8 @@ export const queuedCallersProjection: Projection<QueuedCallerDoc> = projection({
   evolve(_doc, e) {
     if (e.type !== 'CallQueued') return null;
     const d = e.data;
-    return { svcId: d.svcId, queueId: d.queueId, number: d.number, xnid: d.xnid, since: d.time };
+    // Routing fields only when set: documents of callers queued before them stay as they were.
+    return { svcId: d.svcId, queueId: d.queueId, number: d.number, xnid: d.xnid, since: d.time, ...(d.priority ? { priority: d.priority } : {}), ...(d.outbound ? { outbound: d.outbound } : {}) };
   },
 });
 
@@ -140,4 +148,20 @@ export const meteringProjection: Projection<MeteringDoc> = projection({
     if (d.blocked) return { ...m, spam: m.spam + 1 };
     return d.direction === 'Inbound' ? { ...m, inbound: m.inbound + 1 } : { ...m, outbound: m.outbound + 1 };
   },
+});
+
+/** A caller's kept place in a queue (CONTRACT section 17), from the request until its callback is placed. */
+export interface QueueCallbackDoc extends CallbackPlace, Record<string, unknown> {
+  svcId: number;
+  /** The call that asked for it. */
+  xnid: string;
+  time: number;
+}
+
+export const queueCallbacksProjection: Projection<QueueCallbackDoc> = projection({
+  name: 'queue-callbacks',
+  // The callback call's id is the callback's: its start takes the place out of the queue.
+  canHandle: ['CallbackRequested', 'CallStarted'],
+  keys: (e) => (e.type === 'CallbackRequested' ? [e.data.callbackId] : typeof e.data.source?.callbackOf === 'string' ? [e.data.xnid] : []),
+  evolve: (_doc, e) => (e.type === 'CallbackRequested' ? { ...e.data } : null),
 });

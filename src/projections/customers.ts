@@ -46,6 +46,7 @@ export const customersProjection: Projection<CustomerDoc> = projection({
       countryCode: doc?.countryCode ?? '',
       // Provisioning is the only source of dnd: a document that drops it lets the number be called again.
       dnd: d.dnd === true,
+      ...(d.priority ? { priority: d.priority } : {}),
       recentTxnIds: doc?.recentTxnIds ?? [],
       updateTime: e.time,
     };

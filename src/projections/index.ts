@@ -6,11 +6,12 @@ import { customersProjection } from './customers.js';
 import { agentsProjection } from './agents.js';
 import { smsProjection } from './sms.js';
 import { campaignsProjection, campaignContactsProjection } from './campaigns.js';
-import { callsProjection, callStatsProjection, inIvrProjection, meteringProjection, queuedCallersProjection } from './calls.js';
+import { callsProjection, callStatsProjection, inIvrProjection, meteringProjection, queueCallbacksProjection, queuedCallersProjection } from './calls.js';
 import { deliveriesProjection } from './deliveries.js';
 import { subscribersProjection } from './subscribers.js';
 import { callOutcomesProjection } from './call-outcomes.js';
 import { activeCallsProjection } from './active-calls.js';
+import { queueAlertsProjection } from './queue-alerts.js';
 
 export const projections: Projection<any>[] = [
   servicesProjection,
@@ -30,4 +31,6 @@ export const projections: Projection<any>[] = [
   subscribersProjection,
   callOutcomesProjection,
   activeCallsProjection,
+  queueCallbacksProjection,
+  queueAlertsProjection,
 ];

@@ -30,6 +30,8 @@ export function callSummary(ctx: Context, c: CallDoc) {
     time: summaryTime(c.startTime ?? c.requestedAt, c.timezone),
     callType: c.direction.toUpperCase(),
     ivrData: c.data,
+    ...(c.callback ? { callback: true } : {}),
+    ...(c.callbackOf ? { 'callback-of': c.callbackOf } : {}),
   };
 }
 

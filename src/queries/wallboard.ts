@@ -1,11 +1,13 @@
-/** What the wallboard shows of a service now: agents in their states, callers waiting per queue, today's counters. */
+/** What the wallboard shows of a service now: agents in their states, callers waiting per queue in the order served, alerts, today's counters. */
 import type { Context } from '../context.js';
 import type { ServiceDoc } from '../projections/services.js';
 import { BREAK_NAMES, dashboardStatus } from '../commands/agent/agent.js';
 import { dayOf } from '../domain/time.js';
 import { notFound } from '../domain/errors.js';
 import { serviceAgents } from './agents.js';
-import { callStatsKey, type CallStatsDoc, type QueuedCallerDoc } from '../projections/calls.js';
+import { callStatsKey, type CallStatsDoc } from '../projections/calls.js';
+import type { QueueAlertDoc } from '../projections/queue-alerts.js';
+import { queueStates } from './queues.js';
 import { callOutcomesProjection, todayCounters, type CallOutcomeDoc } from '../projections/call-outcomes.js';
 
 export type WallboardState = 'free' | 'ringing' | 'call' | 'break' | 'wrapup' | 'logout';
@@ -18,7 +20,8 @@ const STATES: Record<string, WallboardState> = { '0': 'free', '1': 'call', '2': 
  */
 const outcomeCache = new WeakMap<Context, Map<string, { checkpoint: number; docs: CallOutcomeDoc[] }>>();
 
-async function todaysOutcomes(ctx: Context, svcId: number, day: string): Promise<CallOutcomeDoc[]> {
+/** A day's call outcomes of a service (the wallboard's counters, the queue alerts' service level). */
+export async function todaysOutcomes(ctx: Context, svcId: number, day: string): Promise<CallOutcomeDoc[]> {
   let byKey = outcomeCache.get(ctx);
   if (!byKey) outcomeCache.set(ctx, (byKey = new Map()));
   const key = `${svcId}|${day}`;
@@ -26,8 +29,9 @@ async function todaysOutcomes(ctx: Context, svcId: number, day: string): Promise
   const hit = byKey.get(key);
   if (hit && hit.checkpoint === checkpoint) return hit.docs;
   const docs = await ctx.reads.find<CallOutcomeDoc>(callOutcomesProjection.name, { svcId, day });
-  // Only today's entry per service is kept.
-  for (const k of byKey.keys()) if (k.startsWith(`${svcId}|`)) byKey.delete(k);
+  // At most two days per service are kept (the alerts' 15 minutes may reach into yesterday).
+  const mine = [...byKey.keys()].filter((k) => k.startsWith(`${svcId}|`) && k !== key).sort();
+  for (const k of mine.slice(0, -1)) byKey.delete(k);
   byKey.set(key, { checkpoint, docs });
   return docs;
 }
@@ -43,12 +47,17 @@ export async function wallboard(ctx: Context, svcId: number) {
     const since = state === 'free' ? Math.max(a.time, a.freeSince) : a.time;
     return { id: a.agentId, name: a.name, number: a.number, state, since, breakName: state === 'break' ? (BREAK_NAMES[a.breakCode] ?? null) : null };
   });
-  const waiting = await ctx.reads.find<QueuedCallerDoc>('queued-callers', { svcId }, { orderBy: { field: 'since' } });
-  const queues = service.queues.map((q) => ({
-    id: q.id,
+  // Callers in the order they are served, each queue's expected wait and its live alerts (CONTRACT section 17).
+  const queues = (await queueStates(ctx, svcId)).map((q) => ({
+    id: q.queueId,
     name: q.name,
-    callers: waiting.filter((w) => w.queueId === q.id).map((w) => ({ xnid: w.xnid, number: w.number, since: w.since })),
+    expectedWaitSeconds: q.expectedWaitSeconds,
+    agentsFree: q.agentsFree,
+    callers: q.waiting.map((w) => ({ xnid: w.xnid, number: w.number, since: w.since, position: w.position, priority: w.priority, callback: w.callback })),
   }));
+  const alerts = (await ctx.reads.find<QueueAlertDoc>('queue-alerts', { svcId }))
+    .map(({ queueId, reason, value, threshold, time }) => ({ queueId, reason, value, threshold, time }))
+    .sort((a, b) => a.time - b.time);
   const stats = await ctx.reads.get<CallStatsDoc>('call-stats', callStatsKey(svcId, day));
   const outcomes = todayCounters(await todaysOutcomes(ctx, svcId, day), now);
   return {
@@ -57,6 +66,7 @@ export async function wallboard(ctx: Context, svcId: number) {
     day,
     agents,
     queues,
+    alerts,
     counters: {
       totalCalls: stats?.totalCalls ?? 0,
       inbound: stats?.ibCalls ?? 0,

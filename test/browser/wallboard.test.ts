@@ -29,10 +29,12 @@ function wallboardDoc() {
   const doc = exampleDoc();
   const svc = doc.services[0];
   svc.webhook = null;
+  // Routing (CONTRACT section 17): an alert past 3 s of waiting, and a priority customer.
   svc.queues = [
-    { id: 1, name: 'Support' },
-    { id: 2, name: 'Sales' },
+    { id: 1, name: 'Support', maxWaitS: 3 },
+    { id: 2, name: 'Sales', digits: '2' },
   ];
+  svc.customers.push({ number: '9877777777', name: 'Vimala', priority: 5 });
   svc.agents = NAMES.map((name, i) => ({
     id: 1001 + i,
     name,
@@ -160,6 +162,16 @@ describe.skipIf(!haveBrowser)('wallboard in a real browser', () => {
     await shows('[data-agent-id="1009"][data-state="ringing"]');
     for (const x of queued) await shows(`[data-xnid="${x}"]`);
     await eventually(async () => (await page.locator('[data-state="call"]').count()) === 4 || null, 'four agents on calls');
+    // Callers in the order they are served: the priority customer first; each queue's expected wait.
+    expect(await page.locator('#queues [data-queue-id="1"] [data-xnid]').evaluateAll((els) => els.map((e) => [e.getAttribute('data-xnid'), e.getAttribute('data-position')]))).toEqual([
+      [queued[1], '1'],
+      [queued[0], '2'],
+    ]);
+    expect(await page.locator('[data-queue-id="1"] .priority').textContent()).toBe('P5');
+    await shows('[data-expected-wait="1"]');
+    // The callers wait past maxWaitS: the queue's alert shows, live, without a reload.
+    const alert = await shows('[data-alert="1"][data-reason="wait"]');
+    expect(await alert.textContent()).toContain('3 s');
 
     // Nothing overflows sideways, at a laptop's width or a narrow window's.
     for (const width of [1280, 820]) {

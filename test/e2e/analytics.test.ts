@@ -129,7 +129,7 @@ describe('history, exports, reports and time travel (CONTRACT section 12)', () =
 
   it('GET /calls/{xnid}: summary, webhook record, agents rung and the leg events exactly as the socket sent them', async () => {
     const d = await get(`/api/v1/calls/${calls.c1}`);
-    expect(Object.keys(d)).toEqual(['xnid', 'svcId', 'summary', 'record', 'agentIds', 'events']);
+    expect(Object.keys(d)).toEqual(['xnid', 'svcId', 'summary', 'record', 'agentIds', 'queueId', 'events']);
     expect(d.xnid).toBe(calls.c1);
     expect(d.svcId).toBe(101);
     expect(d.summary).toMatchObject({ duration: '102', receivedBy: 'Asha', disposition: 'ANSWERED', xnid: calls.c1, time: '2026-03-1010:01:00', callType: 'INBOUND', ivrData: '12' });

@@ -56,6 +56,8 @@ export const AGENT_EVENT_TYPES = allTypes<AgentEvent['type']>({
 export interface AgentCall {
   xnid: string;
   phase: 'ringing' | 'talking';
+  /** Epoch ms the agent was reserved for the call (absent in states from before). */
+  since?: number;
 }
 
 /** The agent as provisioned (number and name as last changed), and its state now. */
@@ -73,6 +75,11 @@ export interface AgentState extends AgentProvisionedData {
   time: number;
   /** Latest call ids, newest first. */
   recentCalls: string[];
+  /**
+   * How long an answered call keeps the agent, reservation to free again (wrap-up included), in ms:
+   * a moving average, newest weighing 0.3; 0 until one is known. Routing's expected wait reads it.
+   */
+  handleMs: number;
 }
 
 export type AgentCommand =
@@ -101,6 +108,7 @@ export function initialAgentState(): AgentState {
     freeSince: 0,
     time: 0,
     recentCalls: [],
+    handleMs: 0,
   };
 }
 
@@ -142,6 +150,7 @@ export function copyAgent(s: AgentState): AgentState {
     freeSince: s.freeSince,
     time: s.time,
     recentCalls: s.recentCalls,
+    handleMs: s.handleMs ?? 0,
   };
 }
 
@@ -203,20 +212,26 @@ export function evolveAgent(state: AgentState, event: AgentEvent): AgentState {
         const x = state.recentCalls[i]!;
         if (x !== xnid) recent.push(x);
       }
-      next.call = { xnid, phase: 'ringing' };
+      next.call = { xnid, phase: 'ringing', since: event.data.time };
       next.time = event.data.time;
       next.recentCalls = recent;
       return next;
     }
     case 'AgentAnswered':
-      next.call = { xnid: event.data.xnid, phase: 'talking' };
+      next.call = { xnid: event.data.xnid, phase: 'talking', since: state.call?.since ?? event.data.time };
       next.time = event.data.time;
       return next;
-    case 'AgentReleased':
+    case 'AgentReleased': {
+      const since = state.call?.since;
+      if (event.data.answered && since !== undefined) {
+        const took = Math.max(0, event.data.freeAt - since);
+        next.handleMs = next.handleMs > 0 ? Math.round(0.7 * next.handleMs + 0.3 * took) : took;
+      }
       next.call = null;
       next.time = event.data.time;
       next.freeSince = event.data.freeAt;
       return next;
+    }
   }
 }
 

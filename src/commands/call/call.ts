@@ -10,6 +10,8 @@ import { conflict } from '../../domain/errors.js';
 import { webhookTime } from '../../domain/time.js';
 
 export type LegRole = 'customer' | 'agent' | 'monitor';
+/** How a monitor leg joins: listens (spy), talks to the agent (whisper), talks to both parties (barge). */
+export type MonitorMode = 'spy' | 'whisper' | 'barge';
 export type CallOrigin = 'api' | 'inbound' | 'schedule' | 'dialer' | 'click2call';
 
 export interface CallStartedData {
@@ -37,6 +39,10 @@ export interface CallStartedData {
   blocked: boolean;
   /** Dialer calls put the agent in wrap-up afterwards. */
   wrapUp: boolean;
+  /** Inbound: the queue the IVR digits chose (CONTRACT section 17), null when the service has none; absent on calls from before. */
+  queueId?: number | null;
+  /** Inbound: the caller's customer priority, when not 0. */
+  priority?: number;
   /** Set by workers that place calls for a reason of their own (schedule id, campaign contact). */
   source: Record<string, unknown> | null;
   time: number;
@@ -48,18 +54,35 @@ export type LegData = LegEventData & { legId: string };
 export type CallEvent =
   | DomainEvent<'CallStarted', CallStartedData>
   | DomainEvent<LegEventType, LegData>
-  | DomainEvent<'CallMonitorJoined', Base & { legId: string; number: string; mode: 'spy' | 'whisper' }>
+  | DomainEvent<'CallMonitorJoined', Base & { legId: string; number: string; mode: MonitorMode }>
   | DomainEvent<'CallMonitorLeft', Base & { legId: string }>
-  | DomainEvent<'CallQueued', Base & { queueId: number; number: string }>
+  | DomainEvent<'CallQueued', Base & { queueId: number; number: string; priority?: number; outbound?: true }>
   | DomainEvent<'CallDequeued', Base>
+  /** The waiting caller asked to be called back (CONTRACT section 17): the call ends, its place in the queue is kept by `callbackId`. */
+  | DomainEvent<'CallbackRequested', Base & CallbackPlace>
   | DomainEvent<'CallBridged', Base & { agentId: number; agentName: string; agentNumber: string }>
   | DomainEvent<'CallRejected', Base & { reason: 'blocked' }>
   | DomainEvent<'CallHangupRequested', Base & { userId: number | null }>
   | DomainEvent<'CallTransferRequested', Base & { fromAgentId: number; toAgentId: number; mode: 'BLIND' | 'ATTENDED' }>
   | DomainEvent<'CallLegAddRequested', Base & { byAgentId: number; toAgentId: number }>
-  | DomainEvent<'CallMonitorRequested', Base & { number: string; mode: 'spy' | 'whisper' }>
+  | DomainEvent<'CallMonitorRequested', Base & { number: string; mode: MonitorMode }>
   | DomainEvent<'SimulatedHangupRequested', Base & { party: 'customer' | 'agent' }>
   | DomainEvent<'CallEnded', CallEndedData>;
+
+/** A caller's place in a queue, kept for a callback: enough to rank it as the caller was ranked. */
+export interface CallbackPlace {
+  /** Also the id the callback call will have. */
+  callbackId: string;
+  queueId: number;
+  number: string;
+  /** The caller's customer priority (0 for an outbound caller). */
+  priority: number;
+  /** When the caller joined the queue. */
+  queuedAt: number;
+  inbound: boolean;
+  /** The skill an outbound call asked for. */
+  skillId: number | null;
+}
 
 export interface Leg {
   role: LegRole;
@@ -75,6 +98,11 @@ export interface CallState {
   agentId: number | null;
   bridged: { agentId: number; agentName: string; agentNumber: string }[];
   queuedAt: number | null;
+  /** The queue the caller waits in and its customer priority (from CallQueued). */
+  queueId: number | null;
+  queuedPriority: number;
+  /** Set once the caller asked for a callback. */
+  callbackId: string | null;
   firstRingAt: number | null;
   lastDownAt: number | null;
   hangupRequested: boolean;
@@ -84,16 +112,17 @@ export interface CallState {
 export type CallCommand =
   | { type: 'Start'; data: CallStartedData }
   | { type: 'Ring'; legId: string; role: LegRole; agentId: number | null; number: string; time: number }
-  | { type: 'Answer'; legId: string; time: number; mode?: 'spy' | 'whisper' }
+  | { type: 'Answer'; legId: string; time: number; mode?: MonitorMode }
   | { type: 'Down'; legId: string; time: number }
   | { type: 'Bridge'; agentId: number; agentName: string; agentNumber: string; time: number }
-  | { type: 'Queue'; queueId: number; time: number }
+  | { type: 'Queue'; queueId: number; time: number; priority?: number; outbound?: true }
   | { type: 'Dequeue'; time: number }
+  | { type: 'RequestCallback'; callbackId: string; time: number }
   | { type: 'Reject'; time: number }
   | { type: 'RequestHangup'; userId: number | null; time: number }
   | { type: 'RequestTransfer'; fromAgentId: number; toAgentId: number; mode: 'BLIND' | 'ATTENDED'; time: number }
   | { type: 'RequestAddLeg'; byAgentId: number; toAgentId: number; time: number }
-  | { type: 'RequestMonitor'; number: string; mode: 'spy' | 'whisper'; time: number }
+  | { type: 'RequestMonitor'; number: string; mode: MonitorMode; time: number }
   | { type: 'RequestSimulatedHangup'; party: 'customer' | 'agent'; time: number }
   | { type: 'End'; time: number; recordingUrl: string | null };
 
@@ -103,6 +132,9 @@ export const initialCallState = (): CallState => ({
   agentId: null,
   bridged: [],
   queuedAt: null,
+  queueId: null,
+  queuedPriority: 0,
+  callbackId: null,
   firstRingAt: null,
   lastDownAt: null,
   hangupRequested: false,
@@ -149,7 +181,9 @@ export function evolveCall(s: CallState, e: CallEvent): CallState {
       return leg ? { ...s, legs: { ...s.legs, [e.data.legId]: { ...leg, phase: 'down' } } } : s;
     }
     case 'CallQueued':
-      return { ...s, queuedAt: e.data.time };
+      return { ...s, queuedAt: e.data.time, queueId: e.data.queueId, queuedPriority: e.data.priority ?? 0 };
+    case 'CallbackRequested':
+      return { ...s, callbackId: e.data.callbackId };
     case 'CallDequeued':
       return { ...s, queuedAt: null };
     case 'CallBridged':
@@ -205,6 +239,9 @@ function ended(s: CallState, time: number, recordingUrl: string | null): CallEnd
         'call-type': st.direction === 'Inbound' ? 'incoming' : 'outgoing',
         'virtual-number': st.did,
         disposition: answered ? 'answered' : 'missed',
+        // The two calls of a callback name each other (CONTRACT section 17).
+        ...(s.callbackId !== null ? { callback: true as const } : {}),
+        ...(typeof st.source?.callbackOf === 'string' ? { 'callback-of': st.source.callbackOf } : {}),
       };
   return {
     xnid: st.xnid,
@@ -270,7 +307,26 @@ export const callDecider: Decider<CallCommand, CallState, CallEvent> = {
         ];
       case 'Queue':
         requireOpen(s);
-        return s.queuedAt !== null ? [] : [{ type: 'CallQueued', data: { ...base, queueId: c.queueId, number: s.started.customerNumber } }];
+        return s.queuedAt !== null ? [] : [{ type: 'CallQueued', data: { ...base, queueId: c.queueId, number: s.started.customerNumber, ...(c.priority ? { priority: c.priority } : {}), ...(c.outbound ? { outbound: c.outbound } : {}) } }];
+      case 'RequestCallback':
+        requireOpen(s);
+        if (s.callbackId !== null) throw conflict(`call ${s.started.xnid} has a callback already`);
+        if (s.queuedAt === null || s.hangupRequested) throw conflict(`call ${s.started.xnid} is not waiting in a queue`);
+        return [
+          {
+            type: 'CallbackRequested',
+            data: {
+              ...base,
+              callbackId: c.callbackId,
+              queueId: s.queueId ?? 0,
+              number: s.started.customerNumber,
+              priority: s.queuedPriority,
+              queuedAt: s.queuedAt,
+              inbound: s.started.direction === 'Inbound',
+              skillId: s.started.skillId,
+            },
+          },
+        ];
       case 'Dequeue':
         return s.queuedAt === null || s.ended ? [] : [{ type: 'CallDequeued', data: base }];
       case 'Reject':

@@ -11,12 +11,12 @@ export interface ProvisioningDocument {
     timezone?: string;
     dids?: string[];
     skills?: Array<{ id: number; name: string }>;
-    queues?: Array<{ id: number; name: string }>;
+    queues?: Array<{ id: number; name: string; digits?: string; skillId?: number; priority?: number; overflowS?: number; maxWaitS?: number; serviceLevelTarget?: number }>;
     webhook?: { url: string; secret: string } | null;
     socketKey?: string | null;
     blocked?: string[];
     callingHours?: CallingHours | null;
-    customers?: Array<{ number: string; name?: string; address?: string; note?: string; email?: string | null; dnd?: boolean }>;
+    customers?: Array<{ number: string; name?: string; address?: string; note?: string; email?: string | null; dnd?: boolean; priority?: number }>;
     agents?: Array<{
       id: number;
       name: string;
@@ -65,7 +65,21 @@ const schema = {
           },
           queues: {
             type: 'array',
-            items: { type: 'object', required: ['id', 'name'], properties: { id, name: str(100, 1) } },
+            items: {
+              type: 'object',
+              required: ['id', 'name'],
+              // Routing (CONTRACT section 17).
+              properties: {
+                id,
+                name: str(100, 1),
+                digits: { type: 'string', pattern: '^[0-9*#]{1,32}$' },
+                skillId: id,
+                priority: { type: 'integer', minimum: -1000000, maximum: 1000000 },
+                overflowS: { type: 'integer', minimum: 0, maximum: 86400 },
+                maxWaitS: { type: 'integer', minimum: 1, maximum: 86400 },
+                serviceLevelTarget: { type: 'number', minimum: 0, maximum: 100 },
+              },
+            },
           },
           webhook: {
             anyOf: [
@@ -100,6 +114,7 @@ const schema = {
                 note: str(2000),
                 email: { anyOf: [{ type: 'null' }, str(320)] },
                 dnd: { type: 'boolean' },
+                priority: { type: 'integer', minimum: -1000000, maximum: 1000000 },
               },
             },
           },
@@ -231,6 +246,10 @@ export function validateProvisioning(input: unknown, existing: ExistingState): P
     unique(s.agents, (x) => x.sip ?? `agent-${x.id}`, 'agents');
     unique(s.customers, (x) => x.number, 'customers');
     const skillIds = new Set((s.skills ?? []).map((k) => k.id));
+    (s.queues ?? []).forEach((q, j) => {
+      if (q.skillId !== undefined && !skillIds.has(q.skillId)) throw invalid(`${at}.queues[${j}].skillId ${q.skillId} is not a skill of service ${s.id}`);
+    });
+    unique((s.queues ?? []).filter((q) => q.digits !== undefined), (x) => x.digits, 'queues digits');
     (s.agents ?? []).forEach((a, j) =>
       (a.skills ?? []).forEach((k, n) => {
         if (!skillIds.has(k.skillId)) throw invalid(`${at}.agents[${j}].skills[${n}].skillId ${k.skillId} is not a skill of service ${s.id}`);

@@ -7,6 +7,7 @@ import type { EventStore, RecordedEvent, StreamAppend } from '../../gateways/eve
 import type {
   AgentProvisionedData,
   CustomerProvisionedData,
+  QueueDef,
   ServiceProvisionedData,
   UserEvent,
   UserProvisionedData,
@@ -33,6 +34,13 @@ function lastOf<T extends EventType>(events: RecordedEvent[], type: T): DataOf<T
     if (isEvent(e, type)) return e.data;
   }
   return undefined;
+}
+
+/** A queue as stored: the routing fields only when given, so documents applied before them apply as no change. */
+function queueDef(q: QueueDef): QueueDef {
+  const { id, name, digits, skillId, priority, overflowS, maxWaitS, serviceLevelTarget } = q;
+  const optional = Object.entries({ digits, skillId, priority, overflowS, maxWaitS, serviceLevelTarget }).filter(([, v]) => v !== undefined);
+  return { id, name, ...Object.fromEntries(optional) };
 }
 
 const usernameStream = (username: string) => `username-${username}`;
@@ -117,7 +125,7 @@ export async function applyProvisioning(store: EventStore, input: unknown, onPro
       timezone: s.timezone ?? 'UTC',
       dids: s.dids ?? [],
       skills: (s.skills ?? []).map((k) => ({ id: k.id, name: k.name })),
-      queues: (s.queues ?? []).map((q) => ({ id: q.id, name: q.name })),
+      queues: (s.queues ?? []).map(queueDef),
       webhook: s.webhook ? { url: s.webhook.url, secret: s.webhook.secret } : null,
       socketKey: s.socketKey ?? null,
       blocked: s.blocked ?? [],
@@ -149,6 +157,7 @@ export async function applyProvisioning(store: EventStore, input: unknown, onPro
         note: c.note ?? '',
         email: c.email ?? null,
         ...(c.dnd === true ? { dnd: true as const } : {}),
+        ...(c.priority ? { priority: c.priority } : {}),
       };
       await add(streams.customer(s.id, c.number), 'CustomerProvisioned', customer, (ev) => !sameJson(lastOf(ev, 'CustomerProvisioned'), customer));
       step();

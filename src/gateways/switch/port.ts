@@ -24,7 +24,7 @@ export type SwitchSignal =
   | { kind: 'answered'; callId: string; legId: string; time: number }
   | { kind: 'ended'; callId: string; legId: string; time: number; reason: EndReason };
 
-export type MonitorMode = 'spy' | 'whisper';
+export type MonitorMode = 'spy' | 'whisper' | 'barge';
 
 export interface Switch {
   /** Starts ringing a number on a new leg. */
@@ -35,7 +35,7 @@ export interface Switch {
   hangup(legId: string): void;
   /** Connects the audio of two answered legs; recording starts when asked. */
   bridge(callId: string, legA: string, legB: string, options: { record: boolean }): void;
-  /** Lets a monitor leg listen (spy) or also talk to the agent (whisper). */
+  /** Lets a monitor leg listen (spy), also talk to the agent (whisper), or talk to both parties (barge). */
   monitor(callId: string, legId: string, mode: MonitorMode): void;
   /** The simulated remote party hangs up (operator simulator; a real switch reports it itself). */
   remoteHangup(legId: string): void;

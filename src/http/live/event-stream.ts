@@ -68,6 +68,13 @@ export async function messageFor(e: RecordedEvent, scope: StreamScope, agents: A
     if (d.svcId !== scope.svcId || (calls && !(await calls.isOn(e)))) return null;
     return `event: call\nid: ${cursors.encode(scope.svcId, e.position)}\ndata: ${JSON.stringify(toSocketEvent(e))}\n\n`;
   }
+  if (e.type === 'QueueAlert' || e.type === 'QueueAlertCleared') {
+    // Queue alerts (CONTRACT section 17) are for supervisors: admin streams only.
+    const d = e.data as { svcId: number; queueId: number; reason: string; value: number; threshold: number; time: number };
+    if (d.svcId !== scope.svcId || scope.agentId !== null) return null;
+    const body = { type: e.type, svcId: d.svcId, queueId: d.queueId, reason: d.reason, value: d.value, threshold: d.threshold, time: d.time };
+    return `event: ${e.type}\nid: ${cursors.encode(scope.svcId, e.position)}\ndata: ${JSON.stringify(body)}\n\n`;
+  }
   if (isAgentStream(e)) {
     if (numberField(e, 'svcId') !== scope.svcId || (scope.agentId !== null && numberField(e, 'agentId') !== scope.agentId)) return null;
     const doc = await agents.after(e);

@@ -36,8 +36,17 @@ const callStory = obj({
   xnid: str,
   svcId: int,
   summary: callSummary,
-  record: { ...webhookRecord, nullable: true, description: 'the webhook record; null while the call is in progress' },
+  record: {
+    ...obj({
+      ...(webhookRecord.properties as Record<string, JsonSchema>),
+      callback: { type: 'boolean', description: 'present (true) when the caller asked for a callback' },
+      'callback-of': { type: 'string', description: 'present on a callback: the call that asked for it' },
+    }, 'webhook record'),
+    nullable: true,
+    description: 'the webhook record; null while the call is in progress',
+  },
   agentIds: { ...arrayOf(int), description: 'agents whose leg rang, in the order they first rang' },
+  queueId: { ...int, nullable: true, description: 'the queue the call joined (CONTRACT section 17); null when none' },
   events: { ...arrayOf(socketEvent), description: "the call's leg events in the order they were stored, as the socket sent them" },
 }, 'one call');
 

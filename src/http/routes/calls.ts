@@ -187,19 +187,19 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
   defineRoute(app, ctx, {
     method: 'POST',
     url: '/api/v1/whisper-spy',
-    summary: 'Listen to (spy) or coach (whisper) a call from a phone number',
+    summary: 'Listen to (spy), coach (whisper) or join (barge) a call from a phone number',
     tags: ['calls'],
     auth: 'user',
     response: json(actionResult),
     params: {
       xnid: { type: 'uuid', required: true },
       'country-code': { type: 'integer', required: true, min: 0, max: 9999 },
-      type: { type: 'string', required: true, maxLength: 10, description: 'spy or whisper' },
+      type: { type: 'string', required: true, maxLength: 10, description: 'spy, whisper or barge' },
       number: { type: 'phone', required: true },
     },
     handler: async ({ p, user }) => {
       const mode = p.type.toLowerCase();
-      if (mode !== 'spy' && mode !== 'whisper') throw invalid('type must be spy or whisper');
+      if (mode !== 'spy' && mode !== 'whisper' && mode !== 'barge') throw invalid('type must be spy, whisper or barge');
       await callCommand(ctx, user, p.xnid, { type: 'RequestMonitor', number: p.number, mode, time: ctx.now() });
       return { isError: false, callTxnId: p.xnid };
     },

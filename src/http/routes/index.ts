@@ -18,6 +18,7 @@ import { healthRoutes } from './ops-health.js';
 import { eventRoutes } from './events.js';
 import { wallboardRoutes } from './wallboard.js';
 import { analyticsRoutes } from './analytics.js';
+import { queueRoutes } from './queues.js';
 
 export type { RouteRegistrar };
 
@@ -42,4 +43,5 @@ export const routes: RouteRegistrar[] = [
   eventRoutes,
   wallboardRoutes,
   analyticsRoutes,
+  queueRoutes,
 ];

@@ -12,6 +12,8 @@ import type { ServiceDoc } from '../../projections/services.js';
 import type { CallDoc, MeteringDoc } from '../../projections/calls.js';
 import { newCallId } from '../../commands/call/place.js';
 import { OUTBOX, type OutboxEntry } from '../../gateways/sms/simulator.js';
+import { queueForDigits } from '../../domain/routing.js';
+import { customerPriority } from '../../workers/call-flow/router.js';
 
 
 
@@ -36,6 +38,9 @@ export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
       if (!service) throw notFound(`no service has DID ${p.did}`);
       const xnid = newCallId();
       const time = ctx.now();
+      const blocked = service.blocked.some((b) => normalizePhone(b) === normalizePhone(p.from));
+      // The queue and the caller's priority go with the call's first event (CONTRACT section 17).
+      const priority = blocked ? 0 : await customerPriority(ctx, service.svcId, p.from);
       const data: CallStartedData = {
         xnid,
         svcId: service.svcId,
@@ -53,8 +58,10 @@ export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
         msgToAgent: '',
         countryCode: '',
         userId: null,
-        blocked: service.blocked.some((b) => normalizePhone(b) === normalizePhone(p.from)),
+        blocked,
         wrapUp: false,
+        queueId: blocked ? null : (queueForDigits(service.queues, p.ivr ?? '')?.id ?? null),
+        ...(priority ? { priority } : {}),
         source: null,
         time,
       };

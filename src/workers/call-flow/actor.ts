@@ -3,9 +3,10 @@
  * they are for, the agents it reserved or that refused the call. The call aggregate holds what
  * happened; this is what the worker needs besides to decide its next step. Pure helpers only.
  */
-import { activeLegs, callDecider, type CallCommand, type CallStartedData, type CallState } from '../../commands/call/call.js';
+import { activeLegs, callDecider, type CallCommand, type CallStartedData, type CallState, type MonitorMode } from '../../commands/call/call.js';
 import type { Step } from './commands.js';
 import type { AgentState } from '../../commands/agent/agent.js';
+import type { CallRoute } from './router.js';
 
 export interface AgentLeg {
   agentId: number;
@@ -23,7 +24,7 @@ export interface Actor {
   seq: number;
   customerLeg: string | null;
   agentLegs: Map<string, AgentLeg>;
-  monitorLegs: Map<string, 'spy' | 'whisper'>;
+  monitorLegs: Map<string, MonitorMode>;
   /** Agents reserved for this call and not yet released. */
   reserved: Map<number, AgentState>;
   /** Agents that did not answer this call: not offered it again until they log in or end a break. */
@@ -32,6 +33,8 @@ export interface Actor {
   ending: boolean;
   /** Commands nothing waits on (a ring), appended with the call's next step. */
   carry: Step[];
+  /** The queue and customer priority routing serves the caller by (CONTRACT section 17). */
+  route: CallRoute;
 }
 
 export function newActor(started: CallStartedData): Actor {
@@ -48,6 +51,7 @@ export function newActor(started: CallStartedData): Actor {
     offering: null,
     ending: false,
     carry: [],
+    route: { queue: null, customerPriority: 0 },
   };
 }
 

@@ -1,26 +1,25 @@
 /**
  * The call-flow process manager: turns call requests (events) and switch signals into call and agent
- * commands. It dials legs, picks agents (the named one, else the free agent free longest, reserved
- * through the agent aggregate with an expected revision so no agent gets two calls, else the
- * service's queue), bridges, transfers, and ends calls.
+ * commands. It dials legs, picks agents (the named one, else by the routing policy, reserved through
+ * the agent aggregate with an expected revision so no agent gets two calls, else the caller's queue),
+ * bridges, transfers, and ends calls.
  *
  * It owns the switch, so it runs once (role `worker`). This file is its reaction table (which event
  * or signal leads to which step) and the steps; the commands of one reaction go in one append
  * (commands.ts: runSteps). Beside it: the per-call serial runner (serial.ts: a call's steps run one
  * at a time; the aggregate decides every step, so a step replayed or raced changes nothing twice),
- * the pure agent picker (agent-picker.ts) and crash recovery at start (recovery.ts).
+ * the agent picker (agent-picker.ts, router.ts over src/domain/routing.ts) and crash recovery (recovery.ts).
  */
 import type { Context } from '../../context.js';
 import type { RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
 import type { Switch, SwitchSignal } from '../../gateways/switch/port.js';
-import { activeLegs, type CallCommand, type CallStartedData, type CallState } from '../../commands/call/call.js';
+import { activeLegs, type CallCommand, type CallStartedData, type CallState, type MonitorMode } from '../../commands/call/call.js';
 import type { AgentState } from '../../commands/agent/agent.js';
 import type { RecordingSigner } from '../../domain/recording.js';
 import { isEvent } from '../../domain/platform-events.js';
-import type { ServiceDoc } from '../../projections/services.js';
-import { freeAgents } from '../../queries/agents.js';
-import { SerialRunner } from './serial.js';
-import { agentsToTry, callsToOffer } from './agent-picker.js';
+import { SerialRunner, consumeEvents } from './serial.js';
+import { agentOrder, placeCallback, queueCommand, routeOf, turns } from './router.js';
+import { QueueCallbacks } from './callbacks.js';
 import { recoverCalls } from './recovery.js';
 import { ActorCommands, WEBHOOK_RECORDING_TTL_MS, type Step } from './commands.js';
 import { afterAgentLeft, allLegs, bridgeCommand, endSteps, ringStep, newActor, nextLegId, nothingLeft, partyLegs, type Actor, type AgentLeg } from './actor.js';
@@ -34,6 +33,7 @@ export class CallFlow {
   private stopped = false;
   private readonly steps: SerialRunner;
   private readonly commands: ActorCommands;
+  private readonly callbacks: QueueCallbacks;
 
   constructor(
     private readonly ctx: Context,
@@ -41,6 +41,7 @@ export class CallFlow {
     private readonly signer: RecordingSigner,
   ) {
     this.commands = new ActorCommands(ctx);
+    this.callbacks = new QueueCallbacks(ctx);
     this.steps = new SerialRunner((err, xnid) => this.ctx.logger.error({ err, xnid }, 'call flow step failed'));
   }
 
@@ -54,11 +55,14 @@ export class CallFlow {
     const head = await this.ctx.events.headPosition();
     await this.ctx.sync.waitFor(head);
     await recoverCalls(this.ctx, this.signer);
+    await this.callbacks.load();
     this.subscription = this.ctx.events.subscribeToAll({ after: head });
-    this.loop = this.consume(this.subscription);
+    this.loop = consumeEvents(this.subscription, (e) => this.onEvent(e), () => this.stopped, (err) => this.ctx.logger.error({ err }, 'call flow stopped: event subscription failed'));
     // Wrap-up ends by the clock, not by an event: look at waiting callers every second.
+    // So does overflow (overflowS): a waiting caller may take more agents as time passes.
     this.ticker = setInterval(() => {
       for (const a of this.actors.values()) if (a.state.queuedAt !== null) this.scheduleDispatch(a.started.svcId);
+      for (const svcId of this.callbacks.services()) this.scheduleDispatch(svcId);
     }, 1000);
     this.ticker.unref();
   }
@@ -77,24 +81,17 @@ export class CallFlow {
     await this.steps.idle();
   }
 
-  private async consume(sub: Subscription) {
-    try {
-      pages: for await (const page of sub.batches()) {
-        for (const e of page) {
-          if (this.stopped) break pages;
-          this.onEvent(e);
-        }
-      }
-    } catch (err) {
-      if (!this.stopped) this.ctx.logger.error({ err }, 'call flow stopped: event subscription failed');
-    }
-  }
-
   private onEvent(e: RecordedEvent) {
-    if (!isEvent(e, 'CallStarted', 'CallHangupRequested', 'SimulatedHangupRequested', 'CallTransferRequested', 'CallLegAddRequested', 'CallMonitorRequested', 'AgentLoggedIn', 'AgentBreakEnded', 'AgentReleased')) return;
+    if (!isEvent(e, 'CallStarted', 'CallHangupRequested', 'CallbackRequested', 'SimulatedHangupRequested', 'CallTransferRequested', 'CallLegAddRequested', 'CallMonitorRequested', 'AgentLoggedIn', 'AgentBreakEnded', 'AgentReleased')) return;
     switch (e.type) {
       case 'CallStarted':
+        if (e.data.source?.callbackOf) this.callbacks.remove(e.data.xnid);
         return this.run(e.data.xnid, () => this.onStarted(e.data));
+      case 'CallbackRequested':
+        // The caller's place is kept; the call itself ends as on a hangup.
+        this.callbacks.add(e.data);
+        this.scheduleDispatch(e.data.svcId);
+        return this.run(e.data.xnid, () => this.onHangupRequested(e.data.xnid));
       case 'CallHangupRequested':
         return this.run(e.data.xnid, () => this.onHangupRequested(e.data.xnid));
       case 'SimulatedHangupRequested':
@@ -141,6 +138,7 @@ export class CallFlow {
     this.actors.set(a.xnid, a);
     const now = this.ctx.now();
     if (started.direction === 'Inbound') {
+      a.route = await routeOf(this.ctx, started);
       a.customerLeg = nextLegId(a);
       this.sw.acceptInbound(a.xnid, a.customerLeg, started.customerNumber);
       await this.commands.call(a, { type: 'Ring', legId: a.customerLeg, role: 'customer', agentId: null, number: started.customerNumber, time: now });
@@ -200,7 +198,7 @@ export class CallFlow {
     if (target) this.dialAgent(a, target, 'add');
   }
 
-  private async onMonitor(xnid: string, number: string, mode: 'spy' | 'whisper') {
+  private async onMonitor(xnid: string, number: string, mode: MonitorMode) {
     const a = this.actors.get(xnid);
     if (!a || a.ending) return;
     const legId = nextLegId(a);
@@ -316,10 +314,9 @@ export class CallFlow {
   /** The named agent, else free agents longest-free first, reserved one by one until one holds. */
   /** `answer` (the customer's) goes in the first append, and agents are tried only if it holds. */
   private async pickAgent(a: Actor, answer?: Step): Promise<AgentState | null> {
-    const free = a.started.namedAgentId === null ? await freeAgents(this.ctx, a.started.svcId) : [];
     const up = (s?: CallState) => s?.legs[a.customerLeg!]?.phase === 'up';
     let carry = answer ? [answer] : [];
-    for (const agentId of agentsToTry(a.started, free, a.tried)) {
+    for (const agentId of await agentOrder(this.ctx, a, this.actors.values(), this.callbacks)) {
       if (a.started.namedAgentId === null && !this.commands.mayTry(a.started.svcId, agentId)) continue;
       const s = await this.commands.reserve(a, agentId, carry, (before) => !answer || up(before.at(-1)?.state as CallState));
       carry = [];
@@ -340,10 +337,7 @@ export class CallFlow {
       this.dialAgent(a, agent, 'primary');
       return;
     }
-    if (a.state.queuedAt === null) {
-      const service = await this.ctx.reads.get<ServiceDoc>('services', String(a.started.svcId));
-      await this.commands.call(a, { type: 'Queue', queueId: service?.queues[0]?.id ?? 0, time: this.ctx.now() });
-    }
+    if (a.state.queuedAt === null) await this.commands.call(a, await queueCommand(this.ctx, a));
   }
 
   private dialAgent(a: Actor, agent: AgentState, purpose: AgentLeg['purpose'], transfer?: AgentLeg['transfer']) {
@@ -357,7 +351,6 @@ export class CallFlow {
     await this.commands.call(a, bridgeCommand(a, legId, leg, this.ctx.now()));
     this.sw.bridge(a.xnid, a.customerLeg!, legId, { record: a.started.recording });
   }
-
 
   /** Hangs up every leg still up or ringing; false when there was none. */
   private hangupAll(a: Actor): boolean {
@@ -390,10 +383,15 @@ export class CallFlow {
   private scheduleDispatch(svcId: number) {
     if (this.dispatchPending.has(svcId) || this.stopped) return;
     this.dispatchPending.add(svcId);
-    setImmediate(() => {
-      this.dispatchPending.delete(svcId);
-      const calls = [...this.actors.values()].map((a) => ({ a, svcId: a.started.svcId, queuedAt: a.state.queuedAt, offering: a.offering !== null, ending: a.ending }));
-      for (const { a } of callsToOffer(calls, svcId)) this.run(a.xnid, () => this.offerNext(a));
-    });
+    setImmediate(() =>
+      this.steps.run(`dispatch-${svcId}`, async () => {
+        this.dispatchPending.delete(svcId);
+        // In caller order (routing.ts): each caller leaves the agents of those before it alone.
+        for (const t of await turns(this.actors.values(), this.callbacks, svcId, this.ctx.now())) {
+          if (t.a) this.run(t.a.xnid, () => this.offerNext(t.a));
+          else this.run(`callback-${t.entry.callbackId}`, () => placeCallback(this.ctx, t.entry, t.caller, this.actors.values(), this.callbacks, this.commands));
+        }
+      }),
+    );
   }
 }

@@ -48,3 +48,17 @@ export class SerialRunner {
     while (this.chains.size) await this.settled();
   }
 }
+
+/** Hands each event of the subscription to `onEvent`, in order, until `stopped`; a failed subscription is reported unless stopping. */
+export async function consumeEvents<E>(sub: { batches(): AsyncIterable<readonly E[]> }, onEvent: (e: E) => void, stopped: () => boolean, onError: (err: unknown) => void): Promise<void> {
+  try {
+    pages: for await (const page of sub.batches()) {
+      for (const e of page) {
+        if (stopped()) break pages;
+        onEvent(e);
+      }
+    }
+  } catch (err) {
+    if (!stopped()) onError(err);
+  }
+}

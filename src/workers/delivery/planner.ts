@@ -1,6 +1,7 @@
 /**
  * Delivery planner (process manager): follows the event log from its own checkpoint and
  * - for a `CallEnded` with a webhook record, whose service has a webhook, requests a webhook delivery;
+ * - for a `QueueAlert` / `QueueAlertCleared` (CONTRACT section 17), the same with the alert's JSON;
  * - for a leg event, requests one delivery per matching `http`/`webhook` subscriber of the service;
  * - hands each delivery it requested to the sender for its first attempt at once, in memory, or (the
  *   sender full) enqueues the job that makes the attempts;
@@ -57,7 +58,7 @@ export function subscriberWants(sub: SubscriberDoc, type: LegEventType, agentId:
 }
 
 /** What the planner reacts to. */
-const PLANNED_TYPES = ['CallEnded', ...LEG_EVENT_TYPES, 'DeliveryRequested', 'DeliveryRedeliveryRequested'] as const;
+const PLANNED_TYPES = ['CallEnded', 'QueueAlert', 'QueueAlertCleared', ...LEG_EVENT_TYPES, 'DeliveryRequested', 'DeliveryRedeliveryRequested'] as const;
 type Planned = Recorded<(typeof PLANNED_TYPES)[number]>;
 
 /** Deliveries this planner requested and has not read back yet, remembered at most (a bounded map). */
@@ -134,6 +135,7 @@ export class DeliveryPlanner {
 
   private async handle(event: Planned, hold: Hold): Promise<boolean> {
     if (event.type === 'CallEnded') return this.planWebhook(event);
+    if (event.type === 'QueueAlert' || event.type === 'QueueAlertCleared') return this.planAlert(event);
     if (event.type === 'DeliveryRequested') {
       const id = event.data.deliveryId;
       const taken = this.taken.get(id);
@@ -172,6 +174,27 @@ export class DeliveryPlanner {
       callid: call.webhook.callid,
       webhookId: call.webhook.callid,
       body: JSON.stringify(call.webhook),
+      at: event.time,
+    });
+    return true;
+  }
+
+  /** An alert goes to the service's webhook, signed and retried like a webhook record, with a `webhook-id` of its own (the delivery's). */
+  private async planAlert(event: Recorded<'QueueAlert' | 'QueueAlertCleared'>): Promise<boolean> {
+    const alert = event.data;
+    await this.ctx.sync.waitFor(event.position);
+    const found = serviceDoc(this.ctx, this.peek, alert.svcId);
+    const service = found instanceof Promise ? await found : found;
+    if (!service?.webhook?.url) return false;
+    const deliveryId = deliveryIds.webhook(event.id, event.position >= this.orderedFrom);
+    const { svcId, queueId, reason, value, threshold, time } = alert;
+    await this.request(event.position >= this.freshFrom, {
+      deliveryId,
+      kind: 'webhook',
+      svcId,
+      url: service.webhook.url,
+      webhookId: deliveryId,
+      body: JSON.stringify({ type: event.type, svcId, queueId, reason, value, threshold, time }),
       at: event.time,
     });
     return true;
