@@ -27,6 +27,7 @@ import { buildApp } from './http/app.js';
 import { applyProvisioning } from './commands/provisioning/provision.js';
 import { loadSigningKey, RecordingSigner } from './domain/recording.js';
 import { SimulatedSwitch } from './gateways/switch/simulator.js';
+import { listenSip, newSipSwitch } from './sip-setup.js';
 import { CallFlow } from './workers/call-flow/manager.js';
 import { startSmsSender } from './workers/sms/sender.js';
 import { startScheduledCalls } from './workers/scheduler/scheduled-calls.js';
@@ -213,8 +214,9 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       : analyticsProjector(events, analyticsStore, logger);
   const ctx: Context = { config, events, reads, queue, sync, logger, now, signer, sms, metrics, readiness, analytics };
   const app = config.roles.has('api') ? await buildApp(ctx) : null;
+  const sipSwitch = config.roles.has('worker') && config.switch.kind === 'sip' ? newSipSwitch(config, logger, now) : null;
   const callFlow = config.roles.has('worker')
-    ? new CallFlow(ctx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
+    ? new CallFlow(ctx, sipSwitch ?? new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
     : null;
   const dialer = config.roles.has('worker') ? new DialerEngine(ctx) : null;
   const socket = config.roles.has('socket') ? new EventSocketServer(ctx, { host: config.host, port: config.socketPort }) : null;
@@ -271,6 +273,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
         health = await startHealthServer(readiness, config.host, config.healthPort);
         logger.info({ port: health.port }, 'health endpoints listening');
       }
+      if (sipSwitch) await listenSip(sipSwitch, config);
       if (runner) await runner.start();
       await analytics.start();
       if (workerLease) await workerLease.start();
@@ -293,6 +296,8 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       await queue.close();
       // The rest of the worker, then the lease (a standby takes over at once).
       if (workerLease) await workerLease.stop();
+      // Closed with the call flow when this worker ran; a standby's own SIP port closes here.
+      await sipSwitch?.close();
       if (runner) await runner.stop();
       await analytics.stop();
       await reads.close();

@@ -1,0 +1,113 @@
+/** SIPp (Debian package sip-tester) as the real SIP peer of the SIP switch's tests: carrier, phones, callers. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import dgram from 'node:dgram';
+import net from 'node:net';
+import path from 'node:path';
+import { until } from './until.js';
+
+export const SIPP = '/usr/bin/sipp';
+export const hasSipp = existsSync(SIPP);
+export const scenario = (name: string) => path.resolve(import.meta.dirname, '../sipp', name);
+
+/** A port free for both UDP and TCP on 127.0.0.1, away from 5060 and 17100-17199. */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 40_000);
+    const udp = dgram.createSocket('udp4');
+    const ok = await new Promise<boolean>((resolve) => {
+      udp.once('error', () => resolve(false));
+      udp.bind(port, '127.0.0.1', () => {
+        const tcp = net.createServer();
+        tcp.once('error', () => resolve(false));
+        tcp.listen(port, '127.0.0.1', () => tcp.close(() => resolve(true)));
+      });
+    });
+    await new Promise<void>((r) => udp.close(() => r()));
+    if (ok) return port;
+  }
+}
+
+export interface Sipp {
+  port: number;
+  /** What SIPp printed (its screen and errors). */
+  output(): string;
+  /** Its exit code once it exits: 0 when every call succeeded. */
+  exited: Promise<number | null>;
+  stop(): Promise<void>;
+}
+
+export interface SippOptions {
+  scenario: string;
+  transport?: 'udp' | 'tcp';
+  /** host:port to call (a UAC scenario); absent for a UAS. */
+  remote?: string;
+  /** Values the scenario reads as [key]. */
+  keys?: Record<string, string>;
+  args?: string[];
+}
+
+export async function startSipp(o: SippOptions): Promise<Sipp> {
+  const port = await freePort();
+  const args = [
+    '-sf', o.scenario, '-i', '127.0.0.1', '-p', String(port), '-t', o.transport === 'tcp' ? 't1' : 'u1',
+    '-cp', String(await freePort()), '-mp', String(await freePort()), '-nostdin', '-trace_err', '-error_file', '/dev/stderr',
+    ...Object.entries(o.keys ?? {}).flatMap(([k, v]) => ['-key', k, v]),
+    ...(o.args ?? []),
+    ...(o.remote ? [o.remote] : []),
+  ];
+  let out = '';
+  const proc: ChildProcess = spawn(SIPP, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  proc.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
+  proc.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  if (!o.remote) {
+    // A UAS is ready once it holds its port.
+    await until(async () => !(await bindable(port, o.transport ?? 'udp')), `sipp listening on ${port}`, 10_000, 20);
+  }
+  return {
+    port,
+    output: () => out,
+    exited,
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function bindable(port: number, transport: 'udp' | 'tcp'): Promise<boolean> {
+  if (transport === 'tcp') {
+    return new Promise((resolve) => {
+      const s = net.connect({ host: '127.0.0.1', port }, () => {
+        s.destroy();
+        resolve(false);
+      });
+      s.once('error', () => resolve(true));
+    });
+  }
+  const udp = dgram.createSocket('udp4');
+  const ok = await new Promise<boolean>((resolve) => {
+    udp.once('error', () => resolve(false));
+    udp.bind(port, '127.0.0.1', () => resolve(true));
+  });
+  await new Promise<void>((r) => udp.close(() => r()));
+  return ok;
+}
+
+/** A scenario file from a template under test/sipp with its placeholders filled in, in a temp dir. */
+export function scenarioWith(name: string, values: Record<string, string>): string {
+  let text = readFileSync(scenario(name), 'utf8');
+  for (const [k, v] of Object.entries(values)) text = text.replaceAll(k, v);
+  const dir = mkdtempSync(path.join(tmpdir(), 'ct-sipp-'));
+  const file = path.join(dir, name);
+  writeFileSync(file, text);
+  return file;
+}
+
+/** SIPp's exit code with what it printed, for an assertion that shows why a scenario failed. */
+export async function outcome(sipp: Sipp): Promise<{ code: number | null; output: string }> {
+  const code = await sipp.exited;
+  return { code, output: code === 0 ? '' : sipp.output().slice(-4000) };
+}
