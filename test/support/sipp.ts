@@ -6,6 +6,7 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import path from 'node:path';
 import { until } from './until.js';
+import { parseMessage, type SipMessage } from '../../src/gateways/switch/sip/message.js';
 
 export const SIPP = '/usr/bin/sipp';
 export const hasSipp = existsSync(SIPP);
@@ -46,14 +47,17 @@ export interface SippOptions {
   /** Values the scenario reads as [key]. */
   keys?: Record<string, string>;
   args?: string[];
+  /** Log every message SIPp sends and receives to this file (read it with sippMessages). */
+  messageFile?: string;
 }
 
 export async function startSipp(o: SippOptions): Promise<Sipp> {
   const port = await freePort();
   const args = [
     '-sf', o.scenario, '-i', '127.0.0.1', '-p', String(port), '-t', o.transport === 'tcp' ? 't1' : 'u1',
-    '-cp', String(await freePort()), '-mp', String(await freePort()), '-nostdin', '-trace_err', '-error_file', '/dev/stderr',
+    '-cp', String(await freePort()), '-mp', String(await freePort()), '-nostdin',
     ...Object.entries(o.keys ?? {}).flatMap(([k, v]) => ['-key', k, v]),
+    ...(o.messageFile ? ['-trace_msg', '-message_file', o.messageFile] : []),
     ...(o.args ?? []),
     ...(o.remote ? [o.remote] : []),
   ];
@@ -111,3 +115,27 @@ export async function outcome(sipp: Sipp): Promise<{ code: number | null; output
   const code = await sipp.exited;
   return { code, output: code === 0 ? '' : sipp.output().slice(-4000) };
 }
+
+export interface Logged {
+  direction: 'received' | 'sent';
+  message: SipMessage;
+}
+
+/** The messages of a SIPp message log (-trace_msg), parsed, in order. */
+export function sippMessages(file: string): Logged[] {
+  if (!existsSync(file)) return [];
+  const out: Logged[] = [];
+  for (const chunk of readFileSync(file, 'latin1').split(/^-{20,} .*$/m)) {
+    const m = /^\s*(?:UDP|TCP) message (received|sent) (?:\[\d+\] bytes :|\(\d+ bytes\):)\n\n([\s\S]*)$/.exec(chunk);
+    if (!m) continue;
+    // The log's line ends and trailing blank lines differ from the wire's: parsed without Content-Length.
+    let text = m[2]!.replace(/\r?\n/g, '\r\n').replace(/^(?:Content-Length|l)\s*:.*\r\n/im, '').replace(/(\r\n)+$/, '\r\n');
+    if (!text.includes('\r\n\r\n')) text += '\r\n';
+    const p = parseMessage(Buffer.from(text, 'latin1'));
+    if (p.ok) out.push({ direction: m[1] as Logged['direction'], message: p.message });
+  }
+  return out;
+}
+
+/** A temp file name for a message log. */
+export const messageLog = () => path.join(mkdtempSync(path.join(tmpdir(), 'ct-sipp-log-')), 'messages.log');

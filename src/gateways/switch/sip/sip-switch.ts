@@ -207,7 +207,7 @@ export class SipSwitch implements Switch {
     this.hangup(legId);
   }
 
-  bridge(_callId: string, legA: string, legB: string): void {
+  bridge(_callId: string, legA: string, legB: string, _options?: { record: boolean }): void {
     const a = this.legs.get(legA);
     const b = this.legs.get(legB);
     if (!a || !b || a.state !== 'up' || b.state !== 'up') return;

@@ -75,6 +75,8 @@ export class Transactions {
   private readonly awaitingAck = new Map<string, ServerTxState>();
   private readonly perAddress = new Map<string, number>();
   private closed = false;
+  /** Requests and responses sent again for a loss (ours, or the peer's retransmission answered again). */
+  readonly stats = { retransmitted: 0, answeredAgain: 0 };
 
   constructor(
     private readonly sender: Sender,
@@ -102,6 +104,7 @@ export class Transactions {
         tx.timers.push(
           setTimeout(() => {
             if (tx.state === 'calling' || (tx.state === 'proceeding' && req.method !== 'INVITE')) {
+              this.stats.retransmitted++;
               this.sender.send(req, to);
               resend(req.method === 'INVITE' ? interval * 2 : Math.min(interval * 2, t2));
             }
@@ -154,7 +157,10 @@ export class Transactions {
     }
     if (invite && res.status < 300) {
       // 2xx: the TU ACKs it; retransmissions of it within 64*T1 go to the TU again (it re-ACKs).
-      if (tx.state === 'accepted') return this.handlers.onStray2xx(res);
+      if (tx.state === 'accepted') {
+        this.stats.answeredAgain++;
+        return this.handlers.onStray2xx(res);
+      }
       this.clearTimers(tx);
       tx.state = 'accepted';
       tx.timers.push(setTimeout(() => this.endClient(key), 64 * this.timers.t1));
@@ -163,7 +169,10 @@ export class Transactions {
     }
     if (tx.state === 'completed' || tx.state === 'accepted') {
       // A retransmitted final response: the ACK was lost (INVITE), or nothing to do.
-      if (tx.ack) this.sender.send(tx.ack, tx.to);
+      if (tx.ack) {
+        this.stats.answeredAgain++;
+        this.sender.send(tx.ack, tx.to);
+      }
       return;
     }
     this.clearTimers(tx);
@@ -215,7 +224,10 @@ export class Transactions {
     const known = this.servers.get(key);
     if (known) {
       // A retransmitted request: the last response again.
-      if (known.last) this.sender.send(known.last, responseTarget(known.req, known.source));
+      if (known.last) {
+        this.stats.answeredAgain++;
+        this.sender.send(known.last, responseTarget(known.req, known.source));
+      }
       return;
     }
     const n = this.perAddress.get(source.host) ?? 0;
@@ -253,6 +265,7 @@ export class Transactions {
         tx.timers.push(
           setTimeout(() => {
             if (tx.state !== 'accepted' && tx.state !== 'completed') return;
+            this.stats.retransmitted++;
             this.sender.send(res, target);
             resend(Math.min(interval * 2, t2));
           }, interval),
