@@ -28,6 +28,7 @@ import { applyProvisioning } from './commands/provisioning/provision.js';
 import { loadSigningKey, RecordingSigner } from './domain/recording.js';
 import { SimulatedSwitch } from './gateways/switch/simulator.js';
 import { listenSip, newSipSwitch } from './sip-setup.js';
+import { sipAccounts } from './workers/call-flow/sip-accounts.js';
 import { CallFlow } from './workers/call-flow/manager.js';
 import { startSmsSender } from './workers/sms/sender.js';
 import { startScheduledCalls } from './workers/scheduler/scheduled-calls.js';
@@ -214,7 +215,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       : analyticsProjector(events, analyticsStore, logger);
   const ctx: Context = { config, events, reads, queue, sync, logger, now, signer, sms, metrics, readiness, analytics };
   const app = config.roles.has('api') ? await buildApp(ctx) : null;
-  const sipSwitch = config.roles.has('worker') && config.switch.kind === 'sip' ? newSipSwitch(config, logger, now) : null;
+  const sipSwitch = config.roles.has('worker') && config.switch.kind === 'sip' ? newSipSwitch(config, logger, now, sipAccounts(ctx)) : null;
   const callFlow = config.roles.has('worker')
     ? new CallFlow(ctx, sipSwitch ?? new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
     : null;

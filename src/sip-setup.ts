@@ -2,8 +2,9 @@
 import { networkInterfaces } from 'node:os';
 import { ConfigError, type Config } from './config.js';
 import { SipSwitch, type SipLog } from './gateways/switch/sip/sip-switch.js';
+import type { SipAccounts } from './gateways/switch/sip/registrar.js';
 
-export function newSipSwitch(config: Config, log: SipLog & { child?(b: object): SipLog }, now: () => number): SipSwitch {
+export function newSipSwitch(config: Config, log: SipLog & { child?(b: object): SipLog }, now: () => number, accounts: SipAccounts): SipSwitch {
   const c = config.switch;
   if (c.kind !== 'sip') throw new Error('not a SIP configuration');
   return new SipSwitch({
@@ -15,6 +16,7 @@ export function newSipSwitch(config: Config, log: SipLog & { child?(b: object): 
     log: log.child ? log.child({ component: 'sip' }) : log,
     advertise: advertised(c.host),
     now,
+    accounts,
   });
 }
 

@@ -17,7 +17,7 @@ import type { OtpEvent } from '../commands/otp/otp.js';
 import type { ScheduleEvent } from '../commands/schedule/schedule.js';
 import type { SmsEvent } from '../commands/sms/sms.js';
 import type { SubscriberEvent } from '../commands/subscriber/subscriber.js';
-import type { CustomerProvisioned, DeliveryIdsOrdered, RecordingKeyCreated, ServiceProvisioned, UserEvent, UsernameEvent } from './events.js';
+import type { CustomerProvisioned, DeliveryIdsOrdered, RecordingKeyCreated, ServiceProvisioned, SipPasswordSet, UserEvent, UsernameEvent } from './events.js';
 
 export { allTypes } from './events.js';
 
@@ -36,7 +36,8 @@ export type PlatformEvent =
   | SubscriberEvent
   | DeliveryEvent
   | RecordingKeyCreated
-  | DeliveryIdsOrdered;
+  | DeliveryIdsOrdered
+  | SipPasswordSet;
 
 /** Type name -> data, for every event of the platform. */
 export type EventMap = { [E in PlatformEvent as E['type']]: E['data'] };

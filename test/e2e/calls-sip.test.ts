@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../support/server.js';
 import { teamDoc } from '../support/fixtures.js';
 import { ended, eventually, legTypes, reached } from '../support/wait.js';
-import { freePort, hasSipp, outcome, scenario, scenarioWith, startSipp, type Sipp } from '../support/sipp.js';
+import { freePort, hasSipp, messageLog, outcome, scenario, scenarioWith, sippMessages, startSipp, type Sipp } from '../support/sipp.js';
 
 describe.skipIf(!hasSipp && !process.env.CI)('calls over SIP, SIPp as carrier and callers', () => {
   let s: TestServer;
@@ -28,8 +28,12 @@ describe.skipIf(!hasSipp && !process.env.CI)('calls over SIP, SIPp as carrier an
   beforeAll(async () => {
     trunk = await startSipp({ scenario: scenario('trunk-uas.xml') });
     sipPort = await freePort();
-    s = await startServer({ SWITCH: 'sip', SIP_HOST: '127.0.0.1', SIP_PORT: String(sipPort), SIP_TRUNK: `127.0.0.1:${trunk.port}`, SIP_RING_TIMEOUT_MS: '1500' });
-    expect((await s.ops('/ops/v1/provisioning', { method: 'PUT', json: teamDoc() })).status).toBe(200);
+    s = await startServer({ SWITCH: 'sip', SIP_HOST: '127.0.0.1', SIP_PORT: String(sipPort), SIP_DOMAIN: 'pbx.test', SIP_TRUNK: `127.0.0.1:${trunk.port}`, SIP_RING_TIMEOUT_MS: '1500' });
+    const doc = teamDoc();
+    const agents = doc.services[0].agents;
+    agents[0].sipPassword = 'asha-phone-secret';
+    agents[1].sipPassword = 'bala-phone-secret';
+    expect((await s.ops('/ops/v1/provisioning', { method: 'PUT', json: doc })).status).toBe(200);
   });
   afterAll(async () => {
     await s?.stop();
@@ -111,5 +115,45 @@ describe.skipIf(!hasSipp && !process.env.CI)('calls over SIP, SIPp as carrier an
     }
     expect((await s.api(`/api/v1/calls/${xnid}`, { method: 'POST', form: { signal: 'hangup' } })).status).toBe(200);
     await ended(s, xnid);
+  });
+
+  it('REGISTER: a wrong password is 403 and registers nothing; the right one binds the phone, and the agent is rung there', async () => {
+    const log = messageLog();
+    const phone = await startSipp({ scenario: scenario('trunk-uas.xml'), messageFile: log });
+    sipps.push(phone);
+    const contact = `sip:asha@127.0.0.1:${phone.port}`;
+    const wrong = await startSipp({ scenario: scenarioWith('phone-register.xml', { STATUS: '403' }), remote: `127.0.0.1:${sipPort}`, keys: { user: 'asha', domain: 'pbx.test', contact }, args: ['-m', '1', '-au', 'asha', '-ap', 'not-the-password'] });
+    sipps.push(wrong);
+    expect(await outcome(wrong)).toEqual({ code: 0, output: '' });
+    expect(await s.platform.ctx.reads.get('sip-bindings', 'asha')).toBeNull();
+    const right = await startSipp({ scenario: scenarioWith('phone-register.xml', { STATUS: '200' }), remote: `127.0.0.1:${sipPort}`, keys: { user: 'asha', domain: 'pbx.test', contact }, args: ['-m', '1', '-au', 'asha', '-ap', 'asha-phone-secret'] });
+    sipps.push(right);
+    expect(await outcome(right)).toEqual({ code: 0, output: '' });
+    expect(await s.platform.ctx.reads.get('sip-bindings', 'asha')).toMatchObject({ contact, flow: null });
+    const xnid = await place({ number: '9876543210' });
+    await reached(s, xnid, 'CallBridged');
+    // The agent's leg went to the phone, not to the trunk.
+    const invites = sippMessages(log).filter((m) => m.direction === 'received' && m.message.kind === 'request' && m.message.method === 'INVITE');
+    expect(invites[0]?.message.kind === 'request' && invites[0].message.uri).toBe(contact);
+    expect((await s.api(`/api/v1/calls/${xnid}`, { method: 'POST', form: { signal: 'hangup' } })).status).toBe(200);
+    await ended(s, xnid);
+    // The password is in no read: the agents' records do not carry it.
+    const agentsRead = await (await s.api('/api/v1/agents?svc-id=101')).text();
+    expect(agentsRead).not.toContain('asha-phone-secret');
+    await s.platform.ctx.reads.commit([{ collection: 'sip-bindings', id: 'asha', doc: null }], {});
+  });
+
+  it('a REGISTER guessing run is cut off: after 10 wrong passwords the username is refused 403 at once, without a challenge', async () => {
+    const contact = 'sip:bala@127.0.0.1:5999';
+    for (let i = 0; i < 10; i++) {
+      const guess = await startSipp({ scenario: scenarioWith('phone-register.xml', { STATUS: '403' }), remote: `127.0.0.1:${sipPort}`, keys: { user: 'bala', domain: 'pbx.test', contact }, args: ['-m', '1', '-au', 'bala', '-ap', `guess-${i}-xxxx`] });
+      sipps.push(guess);
+      expect(await outcome(guess)).toEqual({ code: 0, output: '' });
+    }
+    // Refused before any check: no challenge to answer, whatever the password.
+    const late = await startSipp({ scenario: scenario('register-refused.xml'), remote: `127.0.0.1:${sipPort}`, keys: { user: 'bala', domain: 'pbx.test', contact }, args: ['-m', '1'] });
+    sipps.push(late);
+    expect(await outcome(late)).toEqual({ code: 0, output: '' });
+    expect(await s.platform.ctx.reads.get('sip-bindings', 'bala')).toBeNull();
   });
 });

@@ -29,6 +29,9 @@ export function handleRequest(sw: SipSwitch, req: SipRequest, tx: ServerTx): voi
       return tx.respond(sw.response(tx, 200, 'OK', [['allow', ALLOW], ['accept', 'application/sdp']], '', newTag()));
     case 'INVITE':
       return void invite(sw, req, tx);
+    case 'REGISTER':
+      if (!sw.registrar) return tx.respond(sw.response(tx, 501, 'Not Implemented', [['allow', ALLOW]]));
+      return void sw.registrar.register(req, tx).catch(() => tx.respond(sw.response(tx, 500, 'Server Internal Error', [], '', newTag())));
     case 'BYE':
     case 'INFO':
     case 'UPDATE':

@@ -8,12 +8,13 @@
  */
 import { EventEmitter } from 'node:events';
 import type { DialRequest, EndReason, InboundDecision, InboundOffer, LegRole, Switch, SwitchSignal } from '../port.js';
-import { header, type SipRequest, type SipResponse } from './message.js';
+import { header, parseUri, type SipRequest, type SipResponse } from './message.js';
 import { SipTransport, type Peer } from './transport.js';
 import { DEFAULT_TIMERS, Transactions, newBranch, newTag, responseTo, type ServerTx, type Timers } from './transactions.js';
 import { destination, dialogKey, inDialog, learnFromResponse, newCallId, ALLOW, type Dialog } from './dialog.js';
 import { holdSdp, isSdp, relaySdp, type Origin } from './sdp.js';
 import { handleRequest } from './inbound.js';
+import { Registrar, type SipAccounts } from './registrar.js';
 
 export interface SipLog {
   debug(obj: object, msg: string): void;
@@ -32,6 +33,8 @@ export interface SipSwitchOptions {
   advertise?: string;
   timers?: Timers;
   now?: () => number;
+  /** Agents' SIP accounts: with them, REGISTER is answered and agents are rung at their phones. */
+  accounts?: SipAccounts;
 }
 
 export interface Leg {
@@ -69,6 +72,7 @@ export class SipSwitch implements Switch {
   private transportOrNull: SipTransport | null = null;
   inboundHandler: ((offer: InboundOffer) => Promise<InboundDecision>) | null = null;
   readonly advertise: string;
+  readonly registrar: Registrar | null;
   private readonly emitter = new EventEmitter();
   private readonly now: () => number;
   private closed = false;
@@ -77,6 +81,15 @@ export class SipSwitch implements Switch {
     this.now = options.now ?? Date.now;
     this.advertise = options.advertise ?? options.host;
     this.emitter.setMaxListeners(0);
+    this.registrar = options.accounts
+      ? new Registrar({
+          domain: options.domain,
+          aliases: [this.advertise, options.host],
+          accounts: options.accounts,
+          now: this.now,
+          respond: (tx, status, reason, extra = []) => tx.respond(this.response(tx, status, reason, extra, '', newTag())),
+        })
+      : null;
   }
 
   /** A switch listening on SIP_HOST:SIP_PORT. */
@@ -143,31 +156,45 @@ export class SipSwitch implements Switch {
       this.legs.set(leg.legId, leg);
       return void setImmediate(() => this.end(leg, 'failed'));
     }
-    const target = this.targetOf(request.number);
-    const from = `<sip:${request.from || 'ct'}@${this.options.domain}>`;
-    const dialog: Dialog = {
-      sipCallId: newCallId(hostPart(this.advertise)),
-      localTag: newTag(),
-      remoteTag: null,
-      local: from,
-      remote: `<${target.uri}>`,
-      remoteTarget: target.uri,
-      routeSet: [],
-      localSeq: 1,
-      flow: target.peer,
-      sticky: false,
-    };
-    const leg = this.newLeg(request.callId, request.legId, request.role, 'out', 'calling', dialog);
+    const leg = this.newLeg(request.callId, request.legId, request.role, 'out', 'calling', { sipCallId: newCallId(hostPart(this.advertise)), localTag: newTag() } as Dialog);
     this.legs.set(leg.legId, leg);
-    const req = inDialog(dialog, 'INVITE', this.contact, '', 1);
-    const branch = newBranch();
-    leg.invite = { req, branch, to: target.peer };
-    this.transactions.request(req, target.peer, { onResponse: (res) => this.onInviteResponse(leg, res), onTimeout: () => this.end(leg, 'no_answer') }, branch);
     leg.ringTimer = setTimeout(() => {
       if (leg.state !== 'calling') return;
       this.cancel(leg);
       this.end(leg, 'no_answer');
     }, this.options.ringTimeoutMs);
+    const accounts = this.options.accounts;
+    if (request.role !== 'agent' || !accounts) return this.invite(leg, request, this.trunkTarget(request.number));
+    // An agent is rung at its own phone when it has one registered (or a SIP URI of its own), else through the trunk.
+    accounts.locate(request.number).then(
+      (found) => this.invite(leg, request, found ? { uri: found.uri, peer: found.flow ?? peerOf(found.uri, this.options.trunk.transport), sticky: found.flow !== null } : this.trunkTarget(request.number)),
+      (err: unknown) => {
+        this.options.log.warn({ err: (err as Error).message, legId: leg.legId }, 'sip: locating the agent failed; rung through the trunk');
+        this.invite(leg, request, this.trunkTarget(request.number));
+      },
+    );
+  }
+
+  private invite(leg: Leg, request: DialRequest, target: { uri: string; peer: Peer | null; sticky?: boolean }) {
+    if (leg.state !== 'calling' || this.legs.get(leg.legId) !== leg || this.closed) return;
+    if (!target.peer) return this.end(leg, 'failed');
+    const dialog: Dialog = {
+      sipCallId: leg.dialog.sipCallId,
+      localTag: leg.dialog.localTag,
+      remoteTag: null,
+      local: `<sip:${request.from || 'ct'}@${this.options.domain}>`,
+      remote: `<${target.uri}>`,
+      remoteTarget: target.uri,
+      routeSet: [],
+      localSeq: 1,
+      flow: target.peer,
+      sticky: target.sticky ?? false,
+    };
+    leg.dialog = dialog;
+    const req = inDialog(dialog, 'INVITE', this.contact, '', 1);
+    const branch = newBranch();
+    leg.invite = { req, branch, to: target.peer };
+    this.transactions.request(req, target.peer, { onResponse: (res) => this.onInviteResponse(leg, res), onTimeout: () => this.end(leg, 'no_answer') }, branch);
   }
 
   acceptInbound(callId: string, legId: string, _from: string): void {
@@ -297,7 +324,7 @@ export class SipSwitch implements Switch {
 
   // --- internals ----------------------------------------------------------------------------
 
-  private targetOf(number: string): { uri: string; peer: Peer } {
+  private trunkTarget(number: string): { uri: string; peer: Peer } {
     const t = this.options.trunk;
     return { uri: `sip:${number}@${hostPart(t.host)}:${t.port}${t.transport === 'tcp' ? ';transport=tcp' : ''}`, peer: t };
   }
@@ -410,6 +437,14 @@ export class SipSwitch implements Switch {
   private emit(signal: SwitchSignal) {
     if (!this.closed) this.emitter.emit('signal', signal);
   }
+}
+
+/** Where a SIP URI is reached: its host and port (5060), over its transport parameter or the given one. */
+function peerOf(uri: string, dflt: Peer['transport']): Peer | null {
+  const u = parseUri(uri);
+  if (!u) return null;
+  const t = u.params.get('transport')?.toLowerCase();
+  return { transport: t === 'tcp' ? 'tcp' : t === 'udp' ? 'udp' : dflt, host: u.host, port: u.port ?? 5060 };
 }
 
 export const hostPart = (h: string) => (h.includes(':') ? `[${h}]` : h);
