@@ -197,8 +197,7 @@ export class CallFlow {
 
   private async onAddLeg(xnid: string, toAgentId: number) {
     const a = this.actors.get(xnid);
-    // A switch without media mixing cannot join a third party (the API refuses it: 409).
-    if (!a || a.ending || this.sw.mixesMedia === false) return;
+    if (!a || a.ending || this.sw.mixesMedia === false) return; // no media mixing (CONTRACT 16): the API said 409, and endSteps records nothing
     const target = await this.commands.reserve(a, toAgentId);
     if (target) this.dialAgent(a, target, 'add');
   }
@@ -361,7 +360,6 @@ export class CallFlow {
     this.sw.bridge(a.xnid, a.customerLeg!, legId, { record: a.started.recording });
   }
 
-
   /** Hangs up every leg still up or ringing; false when there was none. */
   private hangupAll(a: Actor): boolean {
     const live = new Set(this.sw.activeLegs());
@@ -382,7 +380,6 @@ export class CallFlow {
 
   private endSteps(a: Actor): Step[] {
     const now = this.ctx.now();
-    // A switch without media records nothing: answered calls have no recording-url (CONTRACT 16).
     return endSteps(a, now, this.sw.mixesMedia === false ? null : this.signer.url(a.xnid, now + WEBHOOK_RECORDING_TTL_MS));
   }
 

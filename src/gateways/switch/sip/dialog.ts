@@ -83,3 +83,13 @@ export function destination(d: Dialog): Peer {
   const transport = (uri.params.get('transport')?.toLowerCase() as TransportName | undefined) ?? d.flow.transport;
   return { transport: transport === 'tcp' ? 'tcp' : 'udp', host: uri.host, port: uri.port ?? 5060 };
 }
+
+/** Where a SIP URI is reached: its host and port (5060), over its transport parameter or the given one. */
+export function peerOf(uri: string, dflt: Peer['transport']): Peer | null {
+  const u = parseUri(uri);
+  if (!u) return null;
+  const t = u.params.get('transport')?.toLowerCase();
+  return { transport: t === 'tcp' ? 'tcp' : t === 'udp' ? 'udp' : dflt, host: u.host, port: u.port ?? 5060 };
+}
+
+export const hostPart = (h: string) => (h.includes(':') ? `[${h}]` : h);

@@ -8,6 +8,7 @@ import { header, parseUri, tagOf, userOf, type SipRequest } from './message.js';
 import { newTag, type ServerTx } from './transactions.js';
 import { dialogFromRequest, dialogKey, ALLOW } from './dialog.js';
 import { isSdp } from './sdp.js';
+import { onReinvite } from './reinvite.js';
 import type { Leg, SipSwitch } from './sip-switch.js';
 
 /** Calls one source address may have offered and not yet ended: a flood from one place cannot take every agent. */
@@ -49,7 +50,7 @@ function inDialog(sw: SipSwitch, leg: Leg, req: SipRequest, tx: ServerTx) {
       tx.respond(sw.response(tx, 200, 'OK', [], '', tag));
       return sw.end(leg, 'hangup');
     case 'INVITE':
-      return sw.onReinvite(leg, req, tx);
+      return onReinvite(sw, leg, req, tx);
     case 'OPTIONS':
     case 'INFO':
       return tx.respond(sw.response(tx, 200, 'OK', [], '', tag));

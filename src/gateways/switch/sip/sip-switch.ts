@@ -8,12 +8,13 @@
  */
 import { EventEmitter } from 'node:events';
 import type { DialRequest, EndReason, InboundDecision, InboundOffer, LegRole, Switch, SwitchSignal } from '../port.js';
-import { header, parseUri, type SipRequest, type SipResponse } from './message.js';
+import { header, type SipRequest, type SipResponse } from './message.js';
 import { SipTransport, type Peer } from './transport.js';
 import { DEFAULT_TIMERS, Transactions, newBranch, newTag, responseTo, type ServerTx, type Timers } from './transactions.js';
-import { destination, dialogKey, inDialog, learnFromResponse, newCallId, ALLOW, type Dialog } from './dialog.js';
-import { holdSdp, isSdp, relaySdp, type Origin } from './sdp.js';
+import { destination, dialogKey, hostPart, inDialog, learnFromResponse, newCallId, peerOf, ALLOW, type Dialog } from './dialog.js';
+import { holdSdp, isSdp, type Origin } from './sdp.js';
 import { handleRequest } from './inbound.js';
+import { reinvite } from './reinvite.js';
 import { Registrar, type SipAccounts } from './registrar.js';
 
 export interface SipLog {
@@ -241,7 +242,7 @@ export class SipSwitch implements Switch {
     a.bridgedWith = b.legId;
     b.bridgedWith = a.legId;
     // A gets B's description; B then gets A's answer to it.
-    this.reinvite(a, b.remoteSdp, () => this.reinvite(b, a.remoteSdp));
+    reinvite(this, a, b.remoteSdp, () => reinvite(this, b, a.remoteSdp));
   }
 
   monitor(): void {
@@ -272,8 +273,7 @@ export class SipSwitch implements Switch {
     await this.transportOrNull?.close();
   }
 
-  // --- for inbound.ts -----------------------------------------------------------------------
-
+  // --- for inbound.ts and reinvite.ts ---------------------------------------------------------
   get isClosed(): boolean {
     return this.closed;
   }
@@ -309,17 +309,6 @@ export class SipSwitch implements Switch {
       this.emit({ kind: 'ringing', callId: leg.callId, legId: leg.legId, time: this.now() });
     }
     this.emit({ kind: 'ended', callId: leg.callId, legId: leg.legId, time: this.now(), reason });
-  }
-
-  /** A re-INVITE from the party: glare (491) while ours is out, else its new media goes to the other party. */
-  onReinvite(leg: Leg, req: SipRequest, tx: ServerTx): void {
-    if (leg.reinviting) return void tx.respond(this.response(tx, 491, 'Request Pending', [], '', leg.dialog.localTag));
-    const changed = isSdp(req.body) && req.body !== leg.remoteSdp;
-    if (isSdp(req.body)) leg.remoteSdp = req.body;
-    leg.sentSdp ??= holdSdp(leg.origin, leg.remoteSdp);
-    tx.respond(this.response(tx, 200, 'OK', [['contact', this.contact], ['content-type', 'application/sdp']], leg.sentSdp, leg.dialog.localTag));
-    const other = leg.bridgedWith ? this.legs.get(leg.bridgedWith) : undefined;
-    if (changed && other?.state === 'up') this.reinvite(other, leg.remoteSdp);
   }
 
   // --- internals ----------------------------------------------------------------------------
@@ -362,7 +351,7 @@ export class SipSwitch implements Switch {
     this.end(leg, res.status === 486 || res.status === 600 || res.status === 603 ? 'busy' : 'no_answer');
   }
 
-  private ack(leg: Leg, res: SipResponse, body: string) {
+  ack(leg: Leg, res: SipResponse, body: string) {
     const seq = Number((header(res, 'cseq') ?? '1').split(/\s+/)[0]);
     const to = destination(leg.dialog);
     const req = inDialog(leg.dialog, 'ACK', this.contact, body, seq);
@@ -389,40 +378,11 @@ export class SipSwitch implements Switch {
     this.transactions.request({ kind: 'request', method: 'CANCEL', uri: inv.uri, headers, body: '' }, leg.invite.to, { onResponse: () => undefined, onTimeout: () => undefined }, leg.invite.branch);
   }
 
-  private sendInDialog(leg: Leg, method: string, body = '', onResponse?: (res: SipResponse) => void, onTimeout?: () => void) {
+  sendInDialog(leg: Leg, method: string, body = '', onResponse?: (res: SipResponse) => void, onTimeout?: () => void) {
     this.transactions.request(inDialog(leg.dialog, method, this.contact, body), destination(leg.dialog), {
       onResponse: onResponse ?? (() => undefined),
       onTimeout: onTimeout ?? (() => undefined),
     });
-  }
-
-  /** A re-INVITE offering `sdp` (the other party's media); 491 (glare) retries after a random wait (RFC 3261 14.1). */
-  private reinvite(leg: Leg, sdp: string | null, then?: () => void, tries = 0) {
-    if (!sdp || leg.state !== 'up') return then?.();
-    if (leg.reinviting) return void setTimeout(() => this.reinvite(leg, sdp, then, tries + 1), 100).unref();
-    leg.reinviting = true;
-    leg.origin.version++;
-    const offer = relaySdp(leg.origin, sdp);
-    const done = () => {
-      leg.reinviting = false;
-      then?.();
-    };
-    this.sendInDialog(leg, 'INVITE', offer, (res) => {
-      if (res.status < 200) return;
-      if (res.status < 300) {
-        leg.sentSdp = offer;
-        if (isSdp(res.body)) leg.remoteSdp = res.body;
-        this.ack(leg, res, '');
-        return done();
-      }
-      leg.reinviting = false;
-      if (res.status === 491 && tries < 5 && !this.closed) {
-        setTimeout(() => this.reinvite(leg, sdp, then, tries + 1), 2100 + Math.random() * 1900).unref();
-        return;
-      }
-      this.options.log.warn({ status: res.status, legId: leg.legId }, 'sip re-INVITE refused: the parties keep their media');
-      then?.();
-    }, done);
   }
 
   badRequest(partial: SipRequest, reason: string, source: Peer) {
@@ -438,13 +398,3 @@ export class SipSwitch implements Switch {
     if (!this.closed) this.emitter.emit('signal', signal);
   }
 }
-
-/** Where a SIP URI is reached: its host and port (5060), over its transport parameter or the given one. */
-function peerOf(uri: string, dflt: Peer['transport']): Peer | null {
-  const u = parseUri(uri);
-  if (!u) return null;
-  const t = u.params.get('transport')?.toLowerCase();
-  return { transport: t === 'tcp' ? 'tcp' : t === 'udp' ? 'udp' : dflt, host: u.host, port: u.port ?? 5060 };
-}
-
-export const hostPart = (h: string) => (h.includes(':') ? `[${h}]` : h);
