@@ -156,4 +156,31 @@ describe.skipIf(!hasSipp && !process.env.CI)('calls over SIP, SIPp as carrier an
     expect(await outcome(late)).toEqual({ code: 0, output: '' });
     expect(await s.platform.ctx.reads.get('sip-bindings', 'bala')).toBeNull();
   });
+
+  it("a caller's own BYE ends the call; the re-INVITE of the bridge carried the agent's media to it; the agent's leg gets BYE", async () => {
+    const c = await caller(scenario('caller-bye-uac.xml'), { did: '8000000101', caller: '9876500077' });
+    expect(await outcome(c)).toEqual({ code: 0, output: '' });
+    const xnid = await eventually(async () => {
+      const calls = await s.platform.ctx.reads.find<{ xnid: string }>('calls');
+      return calls.find((x) => JSON.stringify(x).includes('9876500077'))?.xnid;
+    }, 'the inbound call');
+    const events = await ended(s, xnid);
+    expect(legTypes(events)).toEqual(['CustomerRing', 'CustomerUp', 'AgentRing', 'AgentUp', 'CustomerHangup', 'AgentHangup']);
+    expect((events.at(-1)!.data as any).disposition).toBe('answered');
+  });
+
+  it('a blind transfer rings the new agent through the trunk and bridges it; the first agent leaves', async () => {
+    await setAgents({ '9100001002': 'status=0' });
+    const xnid = await place({ number: '9876543210' });
+    await reached(s, xnid, 'CallBridged');
+    const from = ((await s.platform.ctx.events.readStream(`call-${xnid}`)).find((e) => e.type === 'CallBridged')!.data as any).agentId;
+    const to = from === 1001 ? 1002 : 1001;
+    const res = await s.api('/api/v1/transfer', { method: 'POST', form: { 'agent-id': String(from), type: 'BLIND', 'call-id': xnid, 'to-agent-id': String(to) } });
+    expect([res.status, await res.json()]).toEqual([200, true]);
+    const events = await reached(s, xnid, 'CallBridged', 2);
+    expect(events.filter((e) => e.type === 'CallBridged').map((e) => (e.data as any).agentId)).toEqual([from, to]);
+    await eventually(async () => (await s.platform.ctx.events.readStream(`call-${xnid}`)).some((e) => e.type === 'AgentHangup' && (e.data as any).agentId === from), 'the first agent leaves');
+    expect((await s.api(`/api/v1/calls/${xnid}`, { method: 'POST', form: { signal: 'hangup' } })).status).toBe(200);
+    expect((await ended(s, xnid)).at(-1)!.data).toMatchObject({ disposition: 'answered' });
+  });
 });
