@@ -81,7 +81,7 @@ async function invite(sw: SipSwitch, req: SipRequest, tx: ServerTx) {
   if (!did || !sw.inboundHandler || sw.isClosed) return tx.respond(sw.response(tx, did ? 503 : 404, did ? 'Service Unavailable' : 'Not Found', [], '', tag));
   const source = tx.source.host;
   let open = 0;
-  for (const l of [...sw.legs.values(), ...sw.pendingInbound.values()]) if (l.direction === 'in' && l.dialog.flow.host === source) open++;
+  for (const l of [...sw.legs.values(), ...sw.pendingInbound.values(), ...(waiting.get(sw) ?? [])]) if (l.direction === 'in' && l.dialog.flow?.host === source) open++;
   if (open >= MAX_INBOUND_PER_ADDRESS) return tx.respond(sw.response(tx, 503, 'Service Unavailable', [['retry-after', '30']], '', tag));
   const from = callerOf(req);
   const ivr = header(req, 'x-ivr-data')?.trim() ?? '';

@@ -16,8 +16,13 @@ export interface Timers {
 
 export const DEFAULT_TIMERS: Timers = { t1: 500, t2: 4000, t4: 5000 };
 
-/** Open server transactions one source address may hold: a flood from one address cannot starve the rest. */
+/**
+ * Server transactions not answered yet that one source address may hold (a flood from one address
+ * cannot starve the rest; answered ones only wait for retransmissions and are not counted), and
+ * server transactions of any state in all.
+ */
 export const MAX_SERVER_TX_PER_ADDRESS = 200;
+export const MAX_SERVER_TX = 100_000;
 
 export interface ClientCallbacks {
   onResponse(res: SipResponse): void;
@@ -66,6 +71,8 @@ interface ServerTxState {
   last: SipResponse | null;
   state: 'proceeding' | 'completed' | 'accepted' | 'confirmed';
   timers: NodeJS.Timeout[];
+  /** Counted in its address's share until it is answered. */
+  counted: boolean;
 }
 
 export class Transactions {
@@ -76,7 +83,7 @@ export class Transactions {
   private readonly perAddress = new Map<string, number>();
   private closed = false;
   /** Requests and responses sent again for a loss (ours, or the peer's retransmission answered again). */
-  readonly stats = { retransmitted: 0, answeredAgain: 0 };
+  readonly stats = { retransmitted: 0, answeredAgain: 0, /** requests dropped: their address held its share of transactions */ dropped: 0 };
 
   constructor(
     private readonly sender: Sender,
@@ -231,9 +238,9 @@ export class Transactions {
       return;
     }
     const n = this.perAddress.get(source.host) ?? 0;
-    if (n >= MAX_SERVER_TX_PER_ADDRESS) return;
+    if (n >= MAX_SERVER_TX_PER_ADDRESS || this.servers.size >= MAX_SERVER_TX) return void this.stats.dropped++;
     this.perAddress.set(source.host, n + 1);
-    const tx: ServerTxState = { key, req, source, last: null, state: 'proceeding', timers: [] };
+    const tx: ServerTxState = { key, req, source, last: null, state: 'proceeding', timers: [], counted: true };
     this.servers.set(key, tx);
     // A server transaction nobody answers still ends (the TU must answer; this bounds the table).
     tx.timers.push(setTimeout(() => this.endServer(key), 64 * this.timers.t1 + 180_000));
@@ -248,6 +255,7 @@ export class Transactions {
     const target = responseTarget(tx.req, tx.source);
     this.sender.send(res, target);
     if (res.status < 200) return;
+    this.uncount(tx);
     this.clearTimers(tx);
     const { t1, t2 } = this.timers;
     const invite = tx.req.method === 'INVITE';
@@ -287,6 +295,12 @@ export class Transactions {
     if (!tx) return;
     this.clearTimers(tx);
     this.servers.delete(key);
+    this.uncount(tx);
+  }
+
+  private uncount(tx: ServerTxState) {
+    if (!tx.counted) return;
+    tx.counted = false;
     const left = (this.perAddress.get(tx.source.host) ?? 1) - 1;
     if (left <= 0) this.perAddress.delete(tx.source.host);
     else this.perAddress.set(tx.source.host, left);
