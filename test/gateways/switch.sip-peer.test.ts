@@ -7,7 +7,7 @@ import { SipSwitch } from '../../src/gateways/switch/sip/sip-switch.js';
 import type { SwitchSignal } from '../../src/gateways/switch/port.js';
 import { header, type SipMessage } from '../../src/gateways/switch/sip/message.js';
 import { audioOf } from '../../src/gateways/switch/sip/sdp.js';
-import { hasSipp, messageLog, scenario, sippMessages, startSipp, type Sipp } from '../support/sipp.js';
+import { hasSipp, messageLog, outcome, scenario, sippMessages, startSipp, type Sipp } from '../support/sipp.js';
 import { until } from '../support/until.js';
 
 const quietLog = { debug: () => undefined, info: () => undefined, warn: () => undefined };
@@ -110,4 +110,28 @@ describe.skipIf(!hasSipp && !process.env.CI)('SIP switch on the wire (SIPp as th
     await until(() => [ids.customer, ids.agent].every((id) => of(messages(), id).some((m) => m.direction === 'sent' && m.message.kind === 'response' && /BYE/.test(header(m.message, 'cseq') ?? ''))), 'BYEs answered');
     expect(of(messages(), ids.customer).some((m) => /SIP\/2.0\/TCP/.test(header(m.message, 'via') ?? ''))).toBe(true);
   });
+
+  it('glare: a party re-INVITE crossing ours is 491; ours refused 491 is tried again 2.1 to 4 s later and completes the bridge', async () => {
+    const { sw, kinds } = await setup('udp');
+    sw.onInbound(async (offer) => {
+      offer.bind('g', false);
+      return 'accepted';
+    });
+    const caller = await startSipp({ scenario: scenario('caller-glare-uac.xml'), remote: `127.0.0.1:${sw.port}`, keys: { did: '8000000101', caller: '9876500011' }, args: ['-m', '1'] });
+    open.push(caller);
+    await until(() => sw.pendingInbound.has('g'), 'the INVITE');
+    sw.acceptInbound('g', 'g:cust', '9876500011');
+    sw.dial({ callId: 'g', legId: 'g:agent', number: '9100000777', role: 'agent' });
+    await until(() => kinds('g:agent').includes('answered'), 'the agent answered');
+    const t0 = Date.now();
+    sw.bridge('g', 'g:cust', 'g:agent', { record: false });
+    const cust = sw.legs.get('g:cust')!;
+    const agent = sw.legs.get('g:agent')!;
+    await until(() => !cust.reinviting && !agent.reinviting && audioOf(agent.sentSdp ?? '')?.address === '198.51.100.7', 'the bridge done', 15_000);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(2000);
+    expect(audioOf(cust.sentSdp!)?.address).toBe(audioOf(agent.remoteSdp!)?.address);
+    sw.hangup('g:cust');
+    sw.hangup('g:agent');
+    expect(await outcome(caller)).toEqual({ code: 0, output: '' });
+  }, 30_000);
 });
