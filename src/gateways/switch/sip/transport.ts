@@ -35,6 +35,9 @@ export class SipTransport {
   private readonly tcpConns = new Map<string, net.Socket>();
   private readonly perAddress = new Map<string, number>();
   private closed = false;
+  /** UDP sends handed to the socket and not yet done: close() lets them go out first (a stop's BYEs). */
+  private sending = 0;
+  private drained: (() => void) | null = null;
 
   private constructor(
     private readonly udp: dgram.Socket,
@@ -82,7 +85,11 @@ export class SipTransport {
     if (this.closed) return;
     const buf = serialize(message);
     if (to.transport === 'udp') {
-      this.udp.send(buf, to.port, to.host, (err) => err && this.log.debug({ err: err.message }, 'sip udp send failed'));
+      this.sending++;
+      this.udp.send(buf, to.port, to.host, (err) => {
+        if (err) this.log.debug({ err: err.message }, 'sip udp send failed');
+        if (--this.sending === 0) this.drained?.();
+      });
       return;
     }
     let sock = this.tcpConns.get(peerKey(to));
@@ -95,7 +102,17 @@ export class SipTransport {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const s of this.tcpConns.values()) s.destroy();
+    if (this.sending > 0) {
+      await new Promise<void>((resolve) => {
+        this.drained = resolve;
+        setTimeout(resolve, 1000).unref();
+      });
+    }
+    // Written data goes out before the connection ends; a peer that keeps its side open is cut shortly after.
+    for (const s of this.tcpConns.values()) {
+      s.end();
+      setTimeout(() => s.destroy(), 200).unref();
+    }
     this.tcpConns.clear();
     await Promise.all([new Promise<void>((r) => this.udp.close(() => r())), new Promise<void>((r) => this.tcp.close(() => r()))]);
   }
