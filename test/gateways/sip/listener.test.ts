@@ -7,7 +7,7 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SipSwitch } from '../../../src/gateways/switch/sip/sip-switch.js';
-import { header, parseMessage, type SipResponse } from '../../../src/gateways/switch/sip/message.js';
+import { header, parseMessage, type SipRequest, type SipResponse } from '../../../src/gateways/switch/sip/message.js';
 import { MAX_INBOUND_PER_ADDRESS } from '../../../src/gateways/switch/sip/inbound.js';
 import { until } from '../../support/until.js';
 
@@ -33,18 +33,20 @@ describe('SIP listener', () => {
     for (const c of closers.splice(0)) await c();
   });
 
-  async function open() {
-    const sw = await SipSwitch.start({ host: '127.0.0.1', port: 0, domain: 'pbx.test', trunk: { transport: 'udp', host: '127.0.0.1', port: 9 }, ringTimeoutMs: 1000, log: quietLog });
+  async function open(t1 = 500) {
+    const sw = await SipSwitch.start({ host: '127.0.0.1', port: 0, domain: 'pbx.test', trunk: { transport: 'udp', host: '127.0.0.1', port: 9 }, ringTimeoutMs: 1000, log: quietLog, timers: { t1, t2: 8 * t1, t4: 10 * t1 } });
     const client = dgram.createSocket('udp4');
     await new Promise<void>((r) => client.bind(0, '127.0.0.1', () => r()));
     const got: SipResponse[] = [];
+    const requests: SipRequest[] = [];
     client.on('message', (buf) => {
       const p = parseMessage(buf);
       if (p.ok && p.message.kind === 'response') got.push(p.message);
+      if (p.ok && p.message.kind === 'request') requests.push(p.message);
     });
     closers.push(() => void client.close(), () => sw.close());
     const send = (text: string | Buffer) => client.send(typeof text === 'string' ? Buffer.from(text) : text, sw.port, '127.0.0.1');
-    return { sw, got, send, client };
+    return { sw, got, requests, send, client };
   }
 
   it('answers OPTIONS 200, unknown dialogs 481, Max-Forwards 0 483, REGISTER 501 without accounts, a malformed request 400; responses go to the source port (rport)', async () => {
@@ -98,6 +100,22 @@ describe('SIP listener', () => {
     await new Promise<void>((r) => other.bind(0, '127.0.0.2', () => r()));
     other.send(Buffer.from(request('INVITE', { callId: 'other' })), sw.port, '127.0.0.1');
     await until(() => offered === MAX_INBOUND_PER_ADDRESS + 1, 'another address offered');
+  });
+
+  it('a caller that never ACKs our 200 gets it again (Timer G), then BYE at Timer H, and its leg ends', async () => {
+    const { sw, got, requests, send } = await open(20);
+    const signals: string[] = [];
+    sw.onSignal((x) => signals.push(`${x.legId} ${x.kind}`));
+    sw.onInbound(async (offer) => {
+      offer.bind('n', false);
+      return 'accepted';
+    });
+    send(request('INVITE', { callId: 'noack' }));
+    await until(() => sw.pendingInbound.has('n'), 'offered');
+    sw.acceptInbound('n', 'n:1', '9876500000');
+    await until(() => signals.includes('n:1 ended'), 'the leg ended', 5000);
+    expect(got.filter((r) => r.status === 200 && header(r, 'call-id') === 'noack').length).toBeGreaterThan(2);
+    expect(requests.map((r) => r.method)).toContain('BYE');
   });
 
   it('over TCP: a request split across segments is answered; a stream that is not SIP is closed', async () => {

@@ -12,9 +12,12 @@ import { header, type SipRequest, type SipResponse } from './message.js';
 import { SipTransport, type Peer } from './transport.js';
 import { DEFAULT_TIMERS, Transactions, newBranch, newTag, responseTo, type ServerTx, type Timers } from './transactions.js';
 import { destination, dialogKey, hostPart, inDialog, learnFromResponse, newCallId, peerOf, ALLOW, type Dialog } from './dialog.js';
-import { holdSdp, isSdp, type Origin } from './sdp.js';
+import { holdSdp, isSdp } from './sdp.js';
 import { handleRequest } from './inbound.js';
 import { reinvite } from './reinvite.js';
+import type { Leg } from './leg.js';
+
+export type { Leg } from './leg.js';
 import { Registrar, type SipAccounts } from './registrar.js';
 
 export interface SipLog {
@@ -36,30 +39,6 @@ export interface SipSwitchOptions {
   now?: () => number;
   /** Agents' SIP accounts: with them, REGISTER is answered and agents are rung at their phones. */
   accounts?: SipAccounts;
-}
-
-export interface Leg {
-  callId: string;
-  legId: string;
-  role: LegRole;
-  direction: 'out' | 'in';
-  state: 'calling' | 'offered' | 'up' | 'ending';
-  dialog: Dialog;
-  /** The INVITE that opened an outbound leg (CANCEL copies it) and its branch. */
-  invite?: { req: SipRequest; branch: string; to: Peer };
-  /** An inbound leg's INVITE transaction until it is answered. */
-  offer?: { tx: ServerTx; blocked: boolean; cancelled: boolean };
-  got1xx: boolean;
-  cancelPending: boolean;
-  ringSignalled: boolean;
-  ringTimer: NodeJS.Timeout | null;
-  origin: Origin;
-  /** The last description the party sent, and the last one it got from the platform. */
-  remoteSdp: string | null;
-  sentSdp: string | null;
-  bridgedWith: string | null;
-  /** A re-INVITE of ours is outstanding (an incoming one meanwhile is glare: 491). */
-  reinviting: boolean;
 }
 
 export class SipSwitch implements Switch {
@@ -115,6 +94,7 @@ export class SipSwitch implements Switch {
         onRequest: (req, tx) => handleRequest(this, req, tx),
         onAck: () => undefined,
         onStray2xx: (res) => this.reAck(res),
+        onNoAck: (invite) => this.noAck(invite),
       },
     );
   }
@@ -358,6 +338,16 @@ export class SipSwitch implements Switch {
     // The ACK of a 2xx is a transaction of its own: a new branch, no retransmission (RFC 3261 13.2.2.4).
     req.headers.unshift(['via', `SIP/2.0/${to.transport.toUpperCase()} ${hostPart(this.advertise)}:${this.port};branch=${newBranch()};rport`]);
     this.transport.send(req, to);
+  }
+
+  /** Our 200 to a caller's INVITE never got its ACK: the caller is gone; its leg ends with BYE. */
+  private noAck(invite: SipRequest) {
+    const toTag = /;\s*tag=([^;>\s]+)/.exec(header(invite, 'to') ?? '')?.[1];
+    for (const leg of this.legs.values()) {
+      if (leg.direction !== 'in' || leg.state !== 'up' || leg.dialog.sipCallId !== header(invite, 'call-id') || (toTag && toTag !== leg.dialog.localTag)) continue;
+      this.sendInDialog(leg, 'BYE');
+      return this.end(leg, 'hangup');
+    }
   }
 
   /** A retransmitted 2xx: its ACK again (RFC 3261 13.2.2.4). */

@@ -42,6 +42,8 @@ export interface TransactionHandlers {
   onAck(ack: SipRequest, source: Peer): void;
   /** A 2xx to an INVITE whose client transaction is gone: the dialog re-sends its ACK. */
   onStray2xx(res: SipResponse): void;
+  /** Our 2xx to this INVITE never got its ACK (Timer H): the dialog is to be ended (RFC 3261 13.3.1.4). */
+  onNoAck?(invite: SipRequest): void;
 }
 
 export interface Sender {
@@ -281,11 +283,13 @@ export class Transactions {
       };
       if (tx.source.transport === 'udp') resend(t1);
     }
-    // Timer H: no ACK after 64*T1, the transaction ends (a 2xx's dialog learns it by its missing ACK).
+    // Timer H: no ACK after 64*T1, the transaction ends; a 2xx's dialog is told, to end the call.
     tx.timers.push(
       setTimeout(() => {
+        const unacked = tx.state === 'accepted';
         this.awaitingAck.delete(`${header(tx.req, 'call-id')}|${cseqOf(tx.req).seq}`);
         this.endServer(tx.key);
+        if (unacked) this.handlers.onNoAck?.(tx.req);
       }, 64 * t1),
     );
   }
