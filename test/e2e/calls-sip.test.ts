@@ -5,7 +5,7 @@ import { teamDoc } from '../support/fixtures.js';
 import { ended, eventually, legTypes, reached } from '../support/wait.js';
 import { freePort, hasSipp, messageLog, outcome, scenario, scenarioWith, sippMessages, startSipp, type Sipp } from '../support/sipp.js';
 
-describe.skipIf(!hasSipp && !process.env.CI)('calls over SIP, SIPp as carrier and callers', () => {
+describe.skipIf(!hasSipp && !process.env.REQUIRE_SIPP)('calls over SIP, SIPp as carrier and callers', () => {
   let s: TestServer;
   let trunk: Sipp;
   let sipPort: number;

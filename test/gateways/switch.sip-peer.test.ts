@@ -12,7 +12,7 @@ import { until } from '../support/until.js';
 
 const quietLog = { debug: () => undefined, info: () => undefined, warn: () => undefined };
 
-describe.skipIf(!hasSipp && !process.env.CI)('SIP switch on the wire (SIPp as the carrier)', () => {
+describe.skipIf(!hasSipp && !process.env.REQUIRE_SIPP)('SIP switch on the wire (SIPp as the carrier)', () => {
   const open: Array<SipSwitch | Sipp> = [];
   afterEach(async () => {
     await Promise.allSettled(open.splice(0).map((x) => ('exited' in x ? x.stop() : x.close())));

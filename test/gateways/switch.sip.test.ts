@@ -8,7 +8,7 @@ import { switchContract } from './switch.contract.js';
 
 export const quietLog = { debug: () => undefined, info: () => undefined, warn: () => undefined };
 
-describe.skipIf(!hasSipp && !process.env.CI)('SIP switch with SIPp', () => {
+describe.skipIf(!hasSipp && !process.env.REQUIRE_SIPP)('SIP switch with SIPp', () => {
   let trunk: Sipp;
   const callers: Sipp[] = [];
   beforeAll(async () => {
