@@ -51,7 +51,18 @@ export interface SippOptions {
   messageFile?: string;
 }
 
+/** SIPp started; a port taken between freePort() and SIPp's bind (parallel tests) is chosen again. */
 export async function startSipp(o: SippOptions): Promise<Sipp> {
+  for (let attempt = 1; ; attempt++) {
+    const sipp = await startOnce(o);
+    if (o.remote || attempt >= 3) return sipp;
+    // SIPp exits at once when its port was taken: give it the moment to, then look.
+    const early = await Promise.race([sipp.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 150))]);
+    if (!early) return sipp;
+  }
+}
+
+async function startOnce(o: SippOptions): Promise<Sipp> {
   const port = await freePort();
   const args = [
     '-sf', o.scenario, '-i', '127.0.0.1', '-p', String(port), '-t', o.transport === 'tcp' ? 't1' : 'u1',
