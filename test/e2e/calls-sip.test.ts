@@ -8,6 +8,7 @@ import { freePort, hasSipp, messageLog, outcome, scenario, scenarioWith, sippMes
 describe.skipIf(!hasSipp && !process.env.REQUIRE_SIPP)('calls over SIP, SIPp as carrier and callers', () => {
   let s: TestServer;
   let trunk: Sipp;
+  let trunkLog: string;
   let sipPort: number;
   const sipps: Sipp[] = [];
   const place = async (form: Record<string, string>) => {
@@ -19,14 +20,15 @@ describe.skipIf(!hasSipp && !process.env.REQUIRE_SIPP)('calls over SIP, SIPp as 
   const setAgents = async (states: Record<string, string>) => {
     for (const [number, q] of Object.entries(states)) expect((await s.api(`/api/v1/agents?${q}&agent-number=${number}`, { method: 'PATCH' })).status).toBe(200);
   };
-  const caller = async (file: string, keys: Record<string, string>) => {
-    const c = await startSipp({ scenario: file, remote: `127.0.0.1:${sipPort}`, keys, args: ['-m', '1'] });
+  const caller = async (file: string, keys: Record<string, string>, transport: 'udp' | 'tcp' = 'udp') => {
+    const c = await startSipp({ scenario: file, remote: `127.0.0.1:${sipPort}`, keys, args: ['-m', '1'], transport });
     sipps.push(c);
     return c;
   };
 
   beforeAll(async () => {
-    trunk = await startSipp({ scenario: scenario('trunk-uas.xml') });
+    trunkLog = messageLog();
+    trunk = await startSipp({ scenario: scenario('trunk-uas.xml'), messageFile: trunkLog });
     sipPort = await freePort();
     s = await startServer({ SWITCH: 'sip', SIP_HOST: '127.0.0.1', SIP_PORT: String(sipPort), SIP_DOMAIN: 'pbx.test', SIP_TRUNK: `127.0.0.1:${trunk.port}`, SIP_RING_TIMEOUT_MS: '1500' });
     const doc = teamDoc();
@@ -90,9 +92,23 @@ describe.skipIf(!hasSipp && !process.env.REQUIRE_SIPP)('calls over SIP, SIPp as 
     expect(await outcome(c)).toEqual({ code: 0, output: '' });
   });
 
+  it('inbound over TCP: the caller is answered and bridged, and ended by the platform', async () => {
+    const c = await caller(scenario('caller-uac.xml'), { did: '8000000101', caller: '9876500033', ivr: '' }, 'tcp');
+    const xnid = await eventually(async () => {
+      const calls = await s.platform.ctx.reads.find<{ xnid: string }>('calls');
+      return calls.find((x) => JSON.stringify(x).includes('9876500033'))?.xnid;
+    }, 'the inbound call');
+    await reached(s, xnid, 'CallBridged');
+    expect((await s.api(`/api/v1/calls/${xnid}`, { method: 'POST', form: { signal: 'hangup' } })).status).toBe(200);
+    await ended(s, xnid);
+    expect(await outcome(c)).toEqual({ code: 0, output: '' });
+  });
+
   it('an unknown DID is 404 and a blocked caller 603, counted as spam; nothing is dialled', async () => {
-    const unknown = await caller(scenarioWith('caller-refused.xml', { STATUS: '404' }), { did: '8000009999', caller: '9876512345' });
+    // A number that is no DID (an attempt to use the platform as a relay to the carrier).
+    const unknown = await caller(scenarioWith('caller-refused.xml', { STATUS: '404' }), { did: '15550009999', caller: '9876512345' });
     expect(await outcome(unknown)).toEqual({ code: 0, output: '' });
+    expect(sippMessages(trunkLog).some((m) => m.message.kind === 'request' && m.message.uri.includes('15550009999'))).toBe(false);
     const before = (await (await s.ops('/ops/v1/metering?svc-id=101')).json()).spam;
     const blocked = await caller(scenarioWith('caller-refused.xml', { STATUS: '603' }), { did: '8000000101', caller: '9000000666' });
     expect(await outcome(blocked)).toEqual({ code: 0, output: '' });
