@@ -37,6 +37,7 @@ import { benchDialerIngest } from './dialer-ingest.js';
 import { benchHistory, type HistoryBenchResult } from './history.js';
 import { applyProvisioning } from '../src/commands/provisioning/provision.js';
 import { benchReplay } from './replay.js';
+import { benchSip } from './sip.js';
 
 /** The contract's example document (CONTRACT section 3). */
 const EXAMPLE_DOCUMENT = path.resolve(import.meta.dirname, '../../examples/provisioning.json');
@@ -299,6 +300,19 @@ const workLine = (w: WorkCounts) =>
 
 const suites: Suite[] = [
   { name: 'http', run: httpSuite },
+  {
+    // Complete calls over SIP with SIPp as the carrier (issue 31); BENCH_SIP_RATES, BENCH_SIP_SECONDS.
+    name: 'sip',
+    run: async () => {
+      const rates = envList('BENCH_SIP_RATES', [50, 100, 200, 300, 400]);
+      const { steps, best } = await benchSip({ rates, seconds: envInt('BENCH_SIP_SECONDS', 3) });
+      const rows = steps.map((r) => [`${fmt(r.rate)} calls/s offered`, fmt(r.calls), fmt(r.failed), f1(r.callsPerSecond), f1(r.pddP50), f1(r.pddP99)]);
+      const last = steps.at(-1)!;
+      const line = best ? `sip: ${f1(best.callsPerSecond)} calls/s, post-dial delay p50 ${f1(best.pddP50)} ms p99 ${f1(best.pddP99)} ms, ${best.failed} failed` : `sip: no rate without a failed call`;
+      const beyond = last.failed > 0 ? `; at ${fmt(last.rate)} calls/s offered ${fmt(last.failed)} of ${fmt(last.calls)} failed` : '; no offered rate failed';
+      return `${table([['complete calls over SIP (SIPp as the carrier)', 'calls', 'failed', 'calls/s', 'PDD p50 ms', 'PDD p99 ms'], ...rows])}\n  POST /calls -> INVITE at the trunk -> answered -> bridged (re-INVITEs) -> hangup -> webhook record; rate raised until a call fails${beyond}; calls/s: calls completed over the time from the first POST to the last call's end\n  ${line}\n`;
+    },
+  },
   {
     name: 'history',
     run: async () => {

@@ -63,7 +63,13 @@ export interface Config {
    * job queue) on threads of their own (EMBEDDED_THREADS on, off, or auto: on with 4 cores or more).
    */
   embeddedThreads: boolean;
+  /** The switch behind calls (CONTRACT section 16): the simulator, or SIP. */
+  switch: SwitchConfig;
 }
+
+export type SwitchConfig =
+  | { kind: 'sim' }
+  | { kind: 'sip'; host: string; port: number; domain: string; trunk: { transport: 'udp' | 'tcp'; host: string; port: number }; ringTimeoutMs: number };
 
 type Env = Record<string, string | undefined>;
 
@@ -244,5 +250,27 @@ export function loadConfig(env: Env = process.env): Config {
     liveHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 10),
     embeddedThreads: embeddedThreads(env),
     logLevel: logLevel(env),
+    switch: switchConfig(env, host),
+  };
+}
+
+/** SWITCH, SIP_HOST, SIP_PORT, SIP_DOMAIN, SIP_TRUNK, SIP_RING_TIMEOUT_MS (CONTRACT section 16). */
+function switchConfig(env: Env, host: string): SwitchConfig {
+  const kind = (env.SWITCH || 'sim').trim().toLowerCase();
+  if (kind === 'sim') return { kind: 'sim' };
+  if (kind !== 'sip') throw new ConfigError(`SWITCH must be sim or sip, got "${env.SWITCH}"`);
+  const sipHost = env.SIP_HOST?.trim() || host;
+  const raw = env.SIP_TRUNK?.trim();
+  if (!raw) throw new ConfigError('SIP_TRUNK is required with SWITCH=sip: host:port of the carrier or SBC (optionally ;transport=tcp)');
+  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+)(?::(\d{1,5}))?(?:;transport=(udp|tcp))?$/i.exec(raw);
+  const trunkPort = m?.[2] === undefined ? 5060 : Number(m[2]);
+  if (!m || trunkPort < 1 || trunkPort > 65535) throw new ConfigError(`SIP_TRUNK must be host:port, optionally followed by ;transport=tcp, got "${raw}"`);
+  return {
+    kind: 'sip',
+    host: sipHost,
+    port: port(env, 'SIP_PORT', 5060),
+    domain: env.SIP_DOMAIN?.trim() || sipHost,
+    trunk: { transport: m[3]?.toLowerCase() === 'tcp' ? 'tcp' : 'udp', host: m[1]!.replace(/^\[(.*)\]$/, '$1'), port: trunkPort },
+    ringTimeoutMs: int(env, 'SIP_RING_TIMEOUT_MS', 30000, 1),
   };
 }

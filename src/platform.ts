@@ -28,6 +28,8 @@ import { applyProvisioning } from './commands/provisioning/provision.js';
 import { loadSigningKey, RecordingSigner } from './domain/recording.js';
 import { CursorCodec } from './domain/cursor.js';
 import { SimulatedSwitch } from './gateways/switch/simulator.js';
+import { listenSip, newSipSwitch } from './sip-setup.js';
+import { sipAccounts } from './workers/call-flow/sip-accounts.js';
 import { CallFlow } from './workers/call-flow/manager.js';
 import { QueueAlertMonitor } from './workers/queue-alerts/monitor.js';
 import type { QueueAlertDoc } from './projections/queue-alerts.js';
@@ -237,8 +239,9 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   shareAggregateCache(workerEvents, events);
   const workerCtx: Context = { ...ctx, events: workerEvents };
   const app = config.roles.has('api') ? await buildApp(ctx) : null;
+  const sipSwitch = config.roles.has('worker') && config.switch.kind === 'sip' ? newSipSwitch(config, logger, now, sipAccounts(ctx)) : null;
   const callFlow = config.roles.has('worker')
-    ? new CallFlow(workerCtx, new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
+    ? new CallFlow(workerCtx, sipSwitch ?? new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
     : null;
   const dialer = config.roles.has('worker') ? new DialerEngine(workerCtx) : null;
   const alerts = config.roles.has('worker') ? new QueueAlertMonitor(workerCtx) : null;
@@ -305,6 +308,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
         health = await startHealthServer(readiness, config.host, config.healthPort);
         logger.info({ port: health.port }, 'health endpoints listening');
       }
+      if (sipSwitch) await listenSip(sipSwitch, config);
       if (runner) await runner.start();
       await analytics.start();
       if (workerLease) await workerLease.start();
@@ -327,6 +331,8 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       await queue.close();
       // The rest of the worker, then the lease (a standby takes over at once).
       if (workerLease) await workerLease.stop();
+      // Closed with the call flow when this worker ran; a standby's own SIP port closes here.
+      await sipSwitch?.close();
       if (runner) await runner.stop();
       await analytics.stop();
       await reads.close();

@@ -88,6 +88,12 @@ export interface UserProvisionedData {
 
 export type ServiceProvisioned = DomainEvent<'ServiceProvisioned', ServiceProvisionedData>;
 export type AgentProvisioned = DomainEvent<'AgentProvisioned', AgentProvisionedData>;
+/**
+ * An agent's SIP password (CONTRACT 16), on a stream of its own (`sip-password-<svcId>-<agentId>`)
+ * that no projection, live stream or read answers from: only the SIP registrar reads it.
+ */
+export type SipPasswordSet = DomainEvent<'SipPasswordSet', { svcId: number; agentId: number; password: string }>;
+export const sipPasswordStream = (svcId: number, agentId: number) => `sip-password-${svcId}-${agentId}`;
 export type CustomerProvisioned = DomainEvent<'CustomerProvisioned', CustomerProvisionedData>;
 export type UserProvisioned = DomainEvent<'UserProvisioned', UserProvisionedData>;
 export type UserPasswordChanged = DomainEvent<'UserPasswordChanged', { userId: number; passwordHash: string }>;

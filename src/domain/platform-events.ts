@@ -18,7 +18,7 @@ import type { ScheduleEvent } from '../commands/schedule/schedule.js';
 import type { SmsEvent } from '../commands/sms/sms.js';
 import type { SubscriberEvent } from '../commands/subscriber/subscriber.js';
 import type { QueueAlertEvent } from '../commands/queue-alert/queue-alert.js';
-import type { CustomerProvisioned, DeliveryIdsOrdered, RecordingKeyCreated, ServiceProvisioned, UserEvent, UsernameEvent, WorkerFenced } from './events.js';
+import type { CustomerProvisioned, DeliveryIdsOrdered, RecordingKeyCreated, ServiceProvisioned, UserEvent, UsernameEvent, WorkerFenced, SipPasswordSet } from './events.js';
 
 export { allTypes } from './events.js';
 
@@ -39,7 +39,8 @@ export type PlatformEvent =
   | QueueAlertEvent
   | RecordingKeyCreated
   | DeliveryIdsOrdered
-  | WorkerFenced;
+  | WorkerFenced
+  | SipPasswordSet;
 
 /** Type name -> data, for every event of the platform. */
 export type EventMap = { [E in PlatformEvent as E['type']]: E['data'] };

@@ -22,6 +22,8 @@ export interface ProvisioningDocument {
       name: string;
       number: string;
       sip?: string;
+      /** The password of the agent's SIP phone (CONTRACT 16); stored for the registrar only, never read back. */
+      sipPassword?: string;
       countryCode?: string;
       skills?: Array<{ skillId: number; level?: number }>;
     }>;
@@ -129,6 +131,7 @@ const schema = {
                 name: str(100, 1),
                 number: phone,
                 sip: str(100, 1),
+                sipPassword: str(128, 8),
                 countryCode: { type: 'string', pattern: '^[0-9]{1,4}$' },
                 skills: {
                   type: 'array',

@@ -18,6 +18,7 @@ import { fold, toDomain } from '../decider.js';
 import { userDecider } from '../user/user.js';
 import { validateProvisioning, type ProvisioningDocument } from './document.js';
 import { isEvent, type DataOf, type EventType } from '../../domain/platform-events.js';
+import { sipPasswordStream } from '../../domain/events.js';
 
 export interface ProvisioningResult {
   services: number;
@@ -146,6 +147,10 @@ export async function applyProvisioning(store: EventStore, input: unknown, onPro
         skills: (a.skills ?? []).map((k) => ({ skillId: k.skillId, level: k.level ?? 1 })),
       };
       await add(streams.agent(s.id, a.id), 'AgentProvisioned', agent, (ev) => !sameJson(lastOf(ev, 'AgentProvisioned'), agent));
+      if (a.sipPassword !== undefined) {
+        const secret = { svcId: s.id, agentId: a.id, password: a.sipPassword };
+        await add(sipPasswordStream(s.id, a.id), 'SipPasswordSet', secret, (ev) => !sameJson(lastOf(ev, 'SipPasswordSet'), secret));
+      }
       step();
     }
     for (const c of s.customers ?? []) {

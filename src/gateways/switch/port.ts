@@ -15,6 +15,8 @@ export interface DialRequest {
   /** Number to ring. */
   number: string;
   role: LegRole;
+  /** The caller id the leg shows (the service's first DID); the switch's own when absent. */
+  from?: string;
 }
 
 export type EndReason = 'hangup' | 'busy' | 'no_answer' | 'failed';
@@ -26,7 +28,24 @@ export type SwitchSignal =
 
 export type MonitorMode = 'spy' | 'whisper' | 'barge';
 
+/** A caller reaching a DID through the switch itself (a real switch; the simulator has none). */
+export interface InboundOffer {
+  did: string;
+  from: string;
+  /** IVR digits the caller keyed upstream, "" when none. */
+  data: string;
+  /** Names the call this caller becomes, before the call is started (its acceptInbound may come at once). */
+  bind(callId: string, blocked: boolean): void;
+}
+
+/** What the platform made of an inbound offer: a call started and bound (acceptInbound follows), or no such DID. */
+export type InboundDecision = 'accepted' | 'unknown';
+
 export interface Switch {
+  /** false: the switch mixes no media (no whisper, spy, barge, added legs, recordings), as a SIP B2BUA without a media server. */
+  readonly mixesMedia?: boolean;
+  /** Where inbound callers go; a switch without inbound callers of its own ignores it. */
+  onInbound?(handler: (offer: InboundOffer) => Promise<InboundDecision>): void;
   /** Starts ringing a number on a new leg. */
   dial(request: DialRequest): void;
   /** An inbound caller's leg, already connected to the platform (answered by the IVR). */

@@ -27,6 +27,7 @@ type Pending = { timeout: NodeJS.Timeout } | { immediate: NodeJS.Immediate };
 const cancel = (p: Pending) => ('timeout' in p ? clearTimeout(p.timeout) : clearImmediate(p.immediate));
 
 export class SimulatedSwitch implements Switch {
+  readonly mixesMedia = true;
   private readonly legs = new Map<string, SimLeg>();
   private readonly emitter = new EventEmitter();
   private readonly now: () => number;

@@ -18,6 +18,7 @@ import { findAgent } from '../../queries/agents.js';
 import { callFor } from '../../queries/calls.js';
 import { doNotCall } from '../../queries/compliance.js';
 import { doNotCallMessage } from '../../domain/do-not-call.js';
+import { needsMedia } from '../media-features.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -175,6 +176,7 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
       'agent-id': { type: 'integer', required: true, min: 1 },
     },
     handler: async ({ p, user }) => {
+      needsMedia(ctx, 'adding a leg (add-call)');
       actingAgent(user, p['agent-id']);
       const call = await callFor(ctx, user, p.xnid);
       await findAgent(ctx, call.svcId, { agentId: p['agent-id'] });
@@ -198,6 +200,8 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
       number: { type: 'phone', required: true },
     },
     handler: async ({ p, user }) => {
+      // Every type of this route (spy, whisper, barge) needs media mixing.
+      needsMedia(ctx, `${p.type.toLowerCase()} (whisper-spy)`);
       const mode = p.type.toLowerCase();
       if (mode !== 'spy' && mode !== 'whisper' && mode !== 'barge') throw invalid('type must be spy, whisper or barge');
       await callCommand(ctx, user, p.xnid, { type: 'RequestMonitor', number: p.number, mode, time: ctx.now() });

@@ -1,19 +1,15 @@
 /** Operator: the simulated switch's inbound calls and hangups, and metering (CONTRACT section 3). */
-import { normalizePhone } from '../../domain/phone.js';
 import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
 import { TRUE, json, obj, arrayOf, int, uuid, smsSent } from '../answers.js';
 import { handleCommand } from '../../commands/decider.js';
-import { callDecider, type CallStartedData } from '../../commands/call/call.js';
+import { callDecider } from '../../commands/call/call.js';
 import { streams } from '../../domain/streams.js';
 import { invalid, notFound } from '../../domain/errors.js';
-import { dayOf } from '../../domain/time.js';
-import type { ServiceDoc } from '../../projections/services.js';
 import type { CallDoc, MeteringDoc } from '../../projections/calls.js';
-import { newCallId } from '../../commands/call/place.js';
+import { serviceOfDid, startInbound } from '../../commands/call/inbound.js';
+import { needsMedia } from '../media-features.js';
 import { OUTBOX, type OutboxEntry } from '../../gateways/sms/simulator.js';
-import { queueForDigits } from '../../domain/routing.js';
-import { customerPriority } from '../../workers/call-flow/router.js';
 
 
 
@@ -31,42 +27,12 @@ export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
       ivr: { type: 'string', maxLength: 32, description: 'digits the caller keys in the IVR' },
     },
     handler: async ({ p }) => {
+      needsMedia(ctx, "the simulator's inbound calls");
       if (p.ivr !== undefined && !/^[0-9*#]*$/.test(p.ivr)) throw invalid('ivr must be keypad digits');
-      // Services are few; a scan keeps DIDs without a second read model.
-      const services = await ctx.reads.find<ServiceDoc>('services');
-      const service = services.find((s) => s.dids.some((d) => normalizePhone(d) === normalizePhone(p.did)));
+      const service = await serviceOfDid(ctx, p.did);
       if (!service) throw notFound(`no service has DID ${p.did}`);
-      const xnid = newCallId();
-      const time = ctx.now();
-      const blocked = service.blocked.some((b) => normalizePhone(b) === normalizePhone(p.from));
-      // The queue and the caller's priority go with the call's first event (CONTRACT section 17).
-      const priority = blocked ? 0 : await customerPriority(ctx, service.svcId, p.from);
-      const data: CallStartedData = {
-        xnid,
-        svcId: service.svcId,
-        direction: 'Inbound',
-        origin: 'inbound',
-        customerNumber: p.from,
-        did: p.did,
-        data: p.ivr ?? '',
-        recording: true,
-        timezone: service.timezone,
-        day: dayOf(time, service.timezone),
-        agentFirst: false,
-        namedAgentId: null,
-        skillId: null,
-        msgToAgent: '',
-        countryCode: '',
-        userId: null,
-        blocked,
-        wrapUp: false,
-        queueId: blocked ? null : (queueForDigits(service.queues, p.ivr ?? '')?.id ?? null),
-        ...(priority ? { priority } : {}),
-        source: null,
-        time,
-      };
-      const r = await handleCommand(ctx.events, streams.call(xnid), callDecider, { type: 'Start', data });
-      await ctx.sync.waitFor(r.position);
+      const { xnid, position } = await startInbound(ctx, service, { did: p.did, from: p.from, ivr: p.ivr ?? '' });
+      await ctx.sync.waitFor(position);
       return { xnid };
     },
   });
@@ -83,6 +49,7 @@ export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
       party: { type: 'string', required: true, enum: ['customer', 'agent'] },
     },
     handler: async ({ p }) => {
+      needsMedia(ctx, "the simulator's hangups");
       if (!(await ctx.reads.get<CallDoc>('calls', p.xnid))) throw notFound(`call ${p.xnid} not found`);
       const r = await handleCommand(ctx.events, streams.call(p.xnid), callDecider, { type: 'RequestSimulatedHangup', party: p.party as 'customer' | 'agent', time: ctx.now() });
       await ctx.sync.waitFor(r.position);

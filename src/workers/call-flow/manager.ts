@@ -21,6 +21,7 @@ import { SerialRunner, consumeEvents } from './serial.js';
 import { agentOrder, placeCallback, queueCommand, routeOf, turns } from './router.js';
 import { QueueCallbacks } from './callbacks.js';
 import { recoverCalls } from './recovery.js';
+import { inboundCaller } from './inbound.js';
 import { ActorCommands, WEBHOOK_RECORDING_TTL_MS, type Step } from './commands.js';
 import { afterAgentLeft, allLegs, bridgeCommand, endSteps, ringStep, newActor, nextLegId, nothingLeft, partyLegs, type Actor, type AgentLeg } from './actor.js';
 
@@ -52,6 +53,7 @@ export class CallFlow {
 
   async start(): Promise<void> {
     this.sw.onSignal((s) => this.run(s.callId, () => this.onSignal(s)));
+    this.sw.onInbound?.((offer) => inboundCaller(this.ctx, offer));
     const head = await this.ctx.events.headPosition();
     await this.ctx.sync.waitFor(head);
     await recoverCalls(this.ctx, this.signer);
@@ -161,7 +163,7 @@ export class CallFlow {
       if (!(await this.commands.reserve(a, started.namedAgentId))) return this.finish(a);
     }
     a.customerLeg = nextLegId(a);
-    this.sw.dial({ callId: a.xnid, legId: a.customerLeg, number: started.customerNumber, role: 'customer' });
+    this.sw.dial({ callId: a.xnid, legId: a.customerLeg, number: started.customerNumber, role: 'customer', from: started.did });
   }
 
   private async onHangupRequested(xnid: string) {
@@ -193,14 +195,14 @@ export class CallFlow {
 
   private async onAddLeg(xnid: string, toAgentId: number) {
     const a = this.actors.get(xnid);
-    if (!a || a.ending) return;
+    if (!a || a.ending || this.sw.mixesMedia === false) return; // no media mixing (CONTRACT 16): the API said 409, and endSteps records nothing
     const target = await this.commands.reserve(a, toAgentId);
     if (target) this.dialAgent(a, target, 'add');
   }
 
   private async onMonitor(xnid: string, number: string, mode: MonitorMode) {
     const a = this.actors.get(xnid);
-    if (!a || a.ending) return;
+    if (!a || a.ending || this.sw.mixesMedia === false) return;
     const legId = nextLegId(a);
     a.monitorLegs.set(legId, mode);
     this.sw.dial({ callId: xnid, legId, number, role: 'monitor' });
@@ -269,7 +271,7 @@ export class CallFlow {
     if (!a.customerLeg) {
       // Agent first: now ring the customer.
       a.customerLeg = nextLegId(a);
-      this.sw.dial({ callId: a.xnid, legId: a.customerLeg, number: a.started.customerNumber, role: 'customer' });
+      this.sw.dial({ callId: a.xnid, legId: a.customerLeg, number: a.started.customerNumber, role: 'customer', from: a.started.did });
       return;
     }
     if (a.state.legs[a.customerLeg]?.phase !== 'up') return;
@@ -344,7 +346,7 @@ export class CallFlow {
     const legId = nextLegId(a);
     a.agentLegs.set(legId, { agentId: agent.agentId, number: agent.number, name: agent.name, purpose, transfer, talked: false });
     if (purpose === 'primary') a.offering = legId;
-    this.sw.dial({ callId: a.xnid, legId, number: agent.number, role: 'agent' });
+    this.sw.dial({ callId: a.xnid, legId, number: agent.number, role: 'agent', from: a.started.did });
   }
 
   private async bridge(a: Actor, legId: string, leg: AgentLeg) {
@@ -372,7 +374,7 @@ export class CallFlow {
 
   private endSteps(a: Actor): Step[] {
     const now = this.ctx.now();
-    return endSteps(a, now, this.signer.url(a.xnid, now + WEBHOOK_RECORDING_TTL_MS));
+    return endSteps(a, now, this.sw.mixesMedia === false ? null : this.signer.url(a.xnid, now + WEBHOOK_RECORDING_TTL_MS));
   }
 
   private async finish(a: Actor) {

@@ -6,6 +6,9 @@
 import type { Context } from '../../context.js';
 import type { CallCommand, CallStartedData } from '../../commands/call/call.js';
 import { freeAgents } from '../../queries/agents.js';
+import { customerPriority } from '../../queries/customers.js';
+
+export { customerPriority };
 import { agentsToTry } from './agent-picker.js';
 import type { QueueDef } from '../../domain/events.js';
 import type { ServiceDoc } from '../../projections/services.js';
@@ -25,13 +28,6 @@ export interface CallRoute {
 
 const NO_ROUTE: CallRoute = { queue: null, customerPriority: 0 };
 
-/** The inbound caller's customer priority, 0 for a number that is no provisioned customer. */
-export async function customerPriority(ctx: Context, svcId: number, number: string): Promise<number> {
-  const doc =
-    (await ctx.reads.get<CustomerDoc>('customers', customerKey(svcId, number))) ??
-    (number !== normalizePhone(number) ? await ctx.reads.get<CustomerDoc>('customers', customerKey(svcId, normalizePhone(number))) : null);
-  return typeof doc?.priority === 'number' ? doc.priority : 0;
-}
 
 /** The route of a call at its start: from the CallStarted event where it carries one, else from the read models. */
 export async function routeOf(ctx: Context, started: CallStartedData): Promise<CallRoute> {

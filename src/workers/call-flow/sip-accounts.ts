@@ -1,0 +1,39 @@
+/**
+ * Agents' SIP accounts for the SIP switch (CONTRACT 16): the password from the agent's own
+ * `sip-password-*` stream (never projected, never read back), and registrations in the read store
+ * (collection `sip-bindings`), so a standby worker that takes over rings the same phones.
+ */
+import type { Context } from '../../context.js';
+import type { Binding, SipAccounts } from '../../gateways/switch/sip/registrar.js';
+import type { AgentDoc } from '../../projections/agents.js';
+import { sipPasswordStream } from '../../domain/events.js';
+
+export const SIP_BINDINGS = 'sip-bindings';
+
+type BindingDoc = Binding & Record<string, unknown>;
+
+export function sipAccounts(ctx: Context): SipAccounts {
+  return {
+    async password(user) {
+      // A username two agents share cannot be told apart: neither registers with it.
+      const agents = await ctx.reads.find<AgentDoc>('agents', { exists: true, sip: user }, { limit: 2 });
+      if (agents.length !== 1) return null;
+      const a = agents[0]!;
+      const events = await ctx.events.readStream(sipPasswordStream(a.svcId, a.agentId));
+      const last = events.at(-1);
+      return last?.type === 'SipPasswordSet' ? (last.data as { password: string }).password : null;
+    },
+    async saveBinding(user, binding) {
+      const doc: BindingDoc | null = binding ? { user: binding.user, contact: binding.contact, flow: binding.flow ? { ...binding.flow } : null, expiresAt: binding.expiresAt } : null;
+      await ctx.reads.commit([{ collection: SIP_BINDINGS, id: user, doc }], {});
+    },
+    async locate(number) {
+      for (const a of await ctx.reads.find<AgentDoc>('agents', { exists: true, number })) {
+        if (/^sips?:/i.test(a.sip)) return { uri: a.sip, flow: null };
+        const b = await ctx.reads.get<BindingDoc>(SIP_BINDINGS, a.sip);
+        if (b && b.expiresAt > ctx.now()) return { uri: b.contact, flow: b.flow };
+      }
+      return null;
+    },
+  };
+}
