@@ -8,7 +8,7 @@
 import type { RecordedEvent } from '../gateways/event-store/port.js';
 import { LEG_EVENT_TYPES, type CallEndedData } from '../domain/call-events.js';
 import type { ServiceProvisionedData } from '../domain/events.js';
-import { eventTypes, type Recorded } from '../domain/platform-events.js';
+import { eventTypes, type Recorded } from '../commands/platform-events.js';
 import {
   emptyWrite,
   type AgentDayDelta,

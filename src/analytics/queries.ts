@@ -5,7 +5,7 @@ import type { CallDoc, CallStatsDoc, QueuedCallerDoc } from '../projections/call
 import type { AgentDoc } from '../projections/agents.js';
 import type { ServiceDoc } from '../projections/services.js';
 import { isLegEvent, toSocketEvent } from '../domain/call-events.js';
-import { isEvent } from '../domain/platform-events.js';
+import { isEvent } from '../commands/platform-events.js';
 import { streams } from '../domain/streams.js';
 import { invalid, notFound } from '../domain/errors.js';
 import { dayOf } from '../domain/time.js';

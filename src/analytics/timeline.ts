@@ -6,7 +6,7 @@
  */
 import type { RecordedEvent } from '../gateways/event-store/port.js';
 import type { Doc } from '../gateways/read-store/port.js';
-import { isEvent, numberField } from '../domain/platform-events.js';
+import { isEvent, numberField } from '../commands/platform-events.js';
 import type { Projection } from '../projections/projection.js';
 import { collectionOf } from '../projections/projection.js';
 import { servicesProjection } from '../projections/services.js';

@@ -10,6 +10,9 @@
  * serves every adapter; snapshots live behind their own small port.
  */
 import type { EventStore, RecordedEvent } from '../gateways/event-store/port.js';
+import type { Snapshot, SnapshotStore } from '../gateways/snapshot-store/port.js';
+
+export type { Snapshot, SnapshotStore };
 
 export interface Folder<S, E> {
   initialState: () => S;
@@ -27,19 +30,6 @@ export interface Loaded<S> {
   revision: number;
   /** Global position of that event (0: no stream). */
   position: number;
-}
-
-export interface Snapshot {
-  revision: number;
-  position: number;
-  state: unknown;
-}
-
-/** Where folded states are kept between processes. Losing one only costs a longer fold. */
-export interface SnapshotStore {
-  get(key: string): Snapshot | undefined | Promise<Snapshot | undefined>;
-  put(key: string, snapshot: Snapshot): void | Promise<void>;
-  close?(): void | Promise<void>;
 }
 
 export class MemorySnapshotStore implements SnapshotStore {

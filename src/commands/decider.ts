@@ -8,12 +8,10 @@
 import type { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent } from '../gateways/event-store/port.js';
 import { WrongExpectedRevisionError } from '../gateways/event-store/port.js';
 import { unavailable } from '../domain/errors.js';
+import type { DomainEvent } from '../domain/events.js';
 import { aggregateCache, type Folder, type Lane, type Loaded } from './aggregate-cache.js';
 
-export interface DomainEvent<T extends string = string, D = unknown> {
-  type: T;
-  data: D;
-}
+export type { DomainEvent };
 
 export interface Decider<C, S, E extends DomainEvent> extends Folder<S, E> {
   /** Events the command causes; throws an AppError when the state forbids it. */

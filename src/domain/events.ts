@@ -1,6 +1,11 @@
 /** Event vocabulary shared by commands, projections and workers. */
-import type { DomainEvent } from '../commands/decider.js';
 import type { CallingHours } from './calling-hours.js';
+
+/** An event as deciders make and fold it: its type and its data. */
+export interface DomainEvent<T extends string = string, D = unknown> {
+  type: T;
+  data: D;
+}
 
 /**
  * Every type name of a union, as a list, complete and exact at compile time: a type added to the

@@ -4,7 +4,16 @@
  * 15 minutes (answered within 20 s of entering; at least 5 entered) against `serviceLevelTarget`.
  */
 import type { QueueDef } from './events.js';
-import type { AlertReading } from '../commands/queue-alert/queue-alert.js';
+
+export type AlertReason = 'wait' | 'serviceLevel';
+
+/** What the queue reads now for one reason: in alert or not, with the value and the threshold. */
+export interface AlertReading {
+  reason: AlertReason;
+  on: boolean;
+  value: number;
+  threshold: number;
+}
 
 export const SL_WINDOW_MS = 15 * 60 * 1000;
 export const SL_SECONDS = 20;

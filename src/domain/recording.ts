@@ -1,29 +1,9 @@
 /**
  * Recording URLs: `PUBLIC_BASE_URL/recordings/<xnid>.wav?exp=<epoch s>&sig=<hmac>`, signed with a
- * platform key that lives in the event store (stream `platform-keys`), so every process and every
- * restart signs and checks alike. The simulator's recording is a short tone generated on request.
+ * platform key that lives in the event store (stream `platform-keys`, src/commands/platform-key.ts),
+ * so every process and every restart signs and checks alike. The simulator's recording is a short tone generated on request.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { EventStore } from '../gateways/event-store/port.js';
-import { WrongExpectedRevisionError } from '../gateways/event-store/port.js';
-import { isEvent } from './platform-events.js';
-
-const KEY_STREAM = 'platform-keys';
-
-/** The recording-signing key: created once by whichever process asks first. */
-export async function loadSigningKey(events: EventStore): Promise<Buffer> {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const existing = await events.readStream(KEY_STREAM);
-    const found = existing.find((e) => isEvent(e, 'RecordingKeyCreated'));
-    if (found) return Buffer.from(found.data.key, 'base64');
-    try {
-      await events.appendToStream(KEY_STREAM, [{ type: 'RecordingKeyCreated', data: { key: randomBytes(32).toString('base64') } }], { expectedRevision: 'no_stream' });
-    } catch (err) {
-      if (!(err instanceof WrongExpectedRevisionError)) throw err;
-    }
-  }
-  throw new Error('could not load the recording key');
-}
+import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export class RecordingSigner {
   constructor(

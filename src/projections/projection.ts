@@ -1,7 +1,7 @@
 /** A projection is a pure function from (document, event) to document, keyed by the ids an event touches. */
 import type { RecordedEvent } from '../gateways/event-store/port.js';
 import type { Doc } from '../gateways/read-store/port.js';
-import type { EventType, Recorded } from '../domain/platform-events.js';
+import type { EventType, Recorded } from '../commands/platform-events.js';
 
 export interface Projection<D extends Doc = Doc> {
   /** Checkpoint name; also the collection unless `collection` is set. */

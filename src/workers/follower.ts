@@ -6,7 +6,7 @@
  */
 import type { Context } from '../context.js';
 import type { Subscription } from '../gateways/event-store/port.js';
-import { eventTypes, type EventType, type Recorded } from '../domain/platform-events.js';
+import { eventTypes, type EventType, type Recorded } from '../commands/platform-events.js';
 
 /**
  * The stored checkpoint trails the handled events by at most this long. A crash replays what it had

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RecordedEvent } from '../../src/gateways/event-store/port.js';
-import { allTypes, eventTypes, isEvent, numberField } from '../../src/domain/platform-events.js';
+import { allTypes, eventTypes, isEvent, numberField } from '../../src/commands/platform-events.js';
 import { isLegEvent, toSocketEvent } from '../../src/domain/call-events.js';
 import { projection, type Projection } from '../../src/projections/projection.js';
 import { projections } from '../../src/projections/index.js';

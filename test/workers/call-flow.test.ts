@@ -22,7 +22,8 @@ import { applyProvisioning } from '../../src/commands/provisioning/provision.js'
 import { handleCommand } from '../../src/commands/decider.js';
 import { agentDecider } from '../../src/commands/agent/agent.js';
 import { placeOutboundCall } from '../../src/commands/call/place.js';
-import { loadSigningKey, RecordingSigner } from '../../src/domain/recording.js';
+import { RecordingSigner } from '../../src/domain/recording.js';
+import { loadSigningKey } from '../../src/commands/platform-key.js';
 import { streams } from '../../src/domain/streams.js';
 import { teamDoc } from '../support/fixtures.js';
 import { until } from '../support/until.js';

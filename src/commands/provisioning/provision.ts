@@ -17,7 +17,7 @@ import { hashPassword, verifyPassword } from '../../domain/password.js';
 import { fold, toDomain } from '../decider.js';
 import { userDecider } from '../user/user.js';
 import { validateProvisioning, type ProvisioningDocument } from './document.js';
-import { isEvent, type DataOf, type EventType } from '../../domain/platform-events.js';
+import { isEvent, type DataOf, type EventType } from '../platform-events.js';
 import { sipPasswordStream } from '../../domain/events.js';
 
 export interface ProvisioningResult {

@@ -6,7 +6,9 @@
  */
 import type { Decider, DomainEvent } from '../decider.js';
 
-export type AlertReason = 'wait' | 'serviceLevel';
+import type { AlertReason, AlertReading } from '../../domain/queue-alerts.js';
+
+export type { AlertReason, AlertReading };
 
 /** The JSON of the webhook delivery and the SSE message is `{"type", ...this}`. */
 export interface QueueAlertData {
@@ -26,13 +28,6 @@ export interface QueueAlertState {
   on: Partial<Record<AlertReason, boolean>>;
 }
 
-/** What the queue reads now for one reason: in alert or not, with the value and the threshold. */
-export interface AlertReading {
-  reason: AlertReason;
-  on: boolean;
-  value: number;
-  threshold: number;
-}
 
 export type QueueAlertCommand = { type: 'Read'; svcId: number; queueId: number; reading: AlertReading; time: number };
 

@@ -5,7 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import { openSqlite } from '../sqlite.js';
-import type { Snapshot, SnapshotStore } from '../../commands/aggregate-cache.js';
+import type { Snapshot, SnapshotStore } from './port.js';
 
 export class SqliteSnapshotStore implements SnapshotStore {
   private readonly db: Database.Database;

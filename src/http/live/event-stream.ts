@@ -13,7 +13,7 @@ import type { ServerResponse } from 'node:http';
 import type { EventStore, RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
 import type { ReadStore } from '../../gateways/read-store/port.js';
 import { isLegEvent, toSocketEvent, type LegEvent } from '../../domain/call-events.js';
-import { numberField } from '../../domain/platform-events.js';
+import { numberField } from '../../commands/platform-events.js';
 import type { CursorCodec } from '../../domain/cursor.js';
 import { agentRecord } from '../../queries/agents.js';
 import { AgentRecordFolder } from './agent-records.js';

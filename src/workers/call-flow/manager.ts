@@ -16,7 +16,7 @@ import type { Switch, SwitchSignal } from '../../gateways/switch/port.js';
 import { activeLegs, type CallCommand, type CallStartedData, type CallState, type MonitorMode } from '../../commands/call/call.js';
 import type { AgentState } from '../../commands/agent/agent.js';
 import type { RecordingSigner } from '../../domain/recording.js';
-import { isEvent } from '../../domain/platform-events.js';
+import { isEvent } from '../../commands/platform-events.js';
 import { SerialRunner, consumeEvents } from './serial.js';
 import { agentOrder, placeCallback, queueCommand, routeOf, turns } from './router.js';
 import { QueueCallbacks } from './callbacks.js';

@@ -8,7 +8,7 @@
  */
 import type { EventStore } from '../../gateways/event-store/port.js';
 import { WrongExpectedRevisionError } from '../../gateways/event-store/port.js';
-import { isEvent } from '../../domain/platform-events.js';
+import { isEvent } from '../../commands/platform-events.js';
 
 export const ID_ORDER_STREAM = 'platform-delivery-ids';
 

@@ -18,7 +18,7 @@
 import type { Context } from '../../context.js';
 import { follow, type Follower, type Hold } from '../follower.js';
 import { LEG_EVENT_TYPES, maskSelects, toSocketEvent, type LegEventType } from '../../domain/call-events.js';
-import type { Recorded } from '../../domain/platform-events.js';
+import type { Recorded } from '../../commands/platform-events.js';
 import { streams } from '../../domain/streams.js';
 import { attemptDecider, deliveryIds, deliveryInitialState, evolveDelivery, type DeliveryRequestedData } from '../../commands/delivery/delivery.js';
 import { aggregateCache } from '../../commands/aggregate-cache.js';

@@ -17,7 +17,7 @@ import type { Context } from '../../context.js';
 import type { RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
 import { handleCommand, handleStreams, loadAggregate } from '../../commands/decider.js';
 import { campaignKey, contactDecider, contactStream, type ContactState } from '../../commands/dialer/campaign.js';
-import { eventTypes } from '../../domain/platform-events.js';
+import { eventTypes } from '../../commands/platform-events.js';
 import { streams } from '../../domain/streams.js';
 import type { CampaignDoc, ContactDoc } from '../../projections/campaigns.js';
 import type { CallDoc } from '../../projections/calls.js';

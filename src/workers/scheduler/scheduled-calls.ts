@@ -8,7 +8,7 @@
 import type { Context } from '../../context.js';
 import { handleCommand, handleStreams, loadAggregate } from '../../commands/decider.js';
 import { scheduleDecider, type ScheduleState } from '../../commands/schedule/schedule.js';
-import { isEvent } from '../../domain/platform-events.js';
+import { isEvent } from '../../commands/platform-events.js';
 import { streams } from '../../domain/streams.js';
 import { newCallId, outboundCallStarted } from '../../commands/call/place.js';
 import { callDecider, type CallState } from '../../commands/call/call.js';

@@ -8,19 +8,19 @@
  * which holds because only the deciders (and provisioning) append, with these very types.
  */
 import type { RecordedEvent } from '../gateways/event-store/port.js';
-import type { DomainEvent } from '../commands/decider.js';
-import type { AgentEvent } from '../commands/agent/agent.js';
-import type { CallEvent } from '../commands/call/call.js';
-import type { DeliveryEvent } from '../commands/delivery/delivery.js';
-import type { CampaignEvent, ContactEvent } from '../commands/dialer/campaign.js';
-import type { OtpEvent } from '../commands/otp/otp.js';
-import type { ScheduleEvent } from '../commands/schedule/schedule.js';
-import type { SmsEvent } from '../commands/sms/sms.js';
-import type { SubscriberEvent } from '../commands/subscriber/subscriber.js';
-import type { QueueAlertEvent } from '../commands/queue-alert/queue-alert.js';
-import type { CustomerProvisioned, DeliveryIdsOrdered, RecordingKeyCreated, ServiceProvisioned, UserEvent, UsernameEvent, WorkerFenced, SipPasswordSet } from './events.js';
+import type { DomainEvent } from './decider.js';
+import type { AgentEvent } from './agent/agent.js';
+import type { CallEvent } from './call/call.js';
+import type { DeliveryEvent } from './delivery/delivery.js';
+import type { CampaignEvent, ContactEvent } from './dialer/campaign.js';
+import type { OtpEvent } from './otp/otp.js';
+import type { ScheduleEvent } from './schedule/schedule.js';
+import type { SmsEvent } from './sms/sms.js';
+import type { SubscriberEvent } from './subscriber/subscriber.js';
+import type { QueueAlertEvent } from './queue-alert/queue-alert.js';
+import type { CustomerProvisioned, DeliveryIdsOrdered, RecordingKeyCreated, ServiceProvisioned, UserEvent, UsernameEvent, WorkerFenced, SipPasswordSet } from '../domain/events.js';
 
-export { allTypes } from './events.js';
+export { allTypes } from '../domain/events.js';
 
 export type PlatformEvent =
   | ServiceProvisioned
