@@ -38,6 +38,8 @@ export interface Config {
   dialerMaxTries: number;
   dialerRetryS: number;
   rateLimitRps: number;
+  /** Time a client has to send a whole request, headers and body (then 408 and the connection closed). */
+  requestTimeoutMs: number;
   /** Not in the contract's table: wait between tries of an SMS (`tries` > 1). */
   smsRetryMs: number;
   /** Not in the contract's table: wait before a missed scheduled call's next attempt (CONTRACT section 10 says 60 s). */
@@ -178,6 +180,7 @@ export function loadConfig(env: Env = process.env): Config {
     dialerMaxTries: int(env, 'DIALER_MAX_TRIES', 2, 1),
     dialerRetryS: int(env, 'DIALER_RETRY_S', 60),
     rateLimitRps: int(env, 'RATE_LIMIT_RPS', 100),
+    requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 60000, 1),
     smsRetryMs: int(env, 'SMS_RETRY_MS', 2000),
     scheduleRetryS: int(env, 'SCHEDULE_RETRY_S', 60),
     publicBaseUrlSet: Boolean(env.PUBLIC_BASE_URL),
