@@ -13,7 +13,7 @@
  * Settings: BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50),
  * BENCH_ONLY (comma-separated scenario names; the baseline always runs), BENCH_SUITES
  * (comma-separated suite names, default all), BENCH_JSON=1 (also print the HTTP results as JSON),
- * BENCH_CALLS (2000) and BENCH_CALLS_WARMUP (400) for the calls suite, BENCH_WEBHOOKS (5000) and
+ * BENCH_CALLS (2000) and BENCH_CALLS_WARMUP (400) for the calls suite, BENCH_DIALER_CONCURRENT (4) for the dialer suite, BENCH_WEBHOOKS (5000) and
  * BENCH_WEBHOOKS_WARMUP (1000,10000: a round measured after each count of deliveries) for the webhooks suite, BENCH_REDIS_URL (the webhooks suite again with
  * the job queue on BullMQ at that Redis), BENCH_REPLAY_EVENTS (1000000) and BENCH_EXPORT_CALLS (100000) for the replay suite,
  * BENCH_CPU_PROFILE=dir (a CPU profile of the servers per HTTP scenario, and of the calls and webhooks
@@ -34,6 +34,7 @@ import { benchCalls } from './calls.js';
 import { benchSocketFanout } from './socket.js';
 import { benchWebhooks, storeStats, threadCpuMs, type WorkCounts } from './webhooks.js';
 import { benchDialerIngest } from './dialer-ingest.js';
+import { benchDialerUpload, type PingStats } from './dialer-upload.js';
 import { benchHistory, type HistoryBenchResult } from './history.js';
 import { applyProvisioning } from '../src/commands/provisioning/provision.js';
 import { benchReplay } from './replay.js';
@@ -374,7 +375,17 @@ const suites: Suite[] = [
     name: 'dialer',
     run: async () => {
       const r = await benchDialerIngest();
-      return `${table([['dialer ingest', 'rows', 'seconds', 'peak RSS MiB'], ['100,000-row xlsx through readContacts', fmt(r.rows), fmt(r.seconds, 2), fmt(r.peakRssMiB)]])}\n`;
+      const u = await benchDialerUpload({ concurrent: envInt('BENCH_DIALER_CONCURRENT', 4) });
+      const ping = (p: PingStats) => [fmt(p.p50, 1), fmt(p.p99, 1), fmt(p.max, 1), fmt(p.loopMaxMs ?? 0)];
+      return (
+        `${table([['dialer ingest', 'rows', 'seconds', 'peak RSS MiB'], ['100,000-row xlsx through readContacts', fmt(r.rows), fmt(r.seconds, 2), fmt(r.peakRssMiB)]])}\n\n` +
+        `${table([
+          ['POST /api/v1/dialer, 100,000-row xlsx', 'seconds', 'RSS growth MiB', "other tenant's ping p50 ms", 'p99 ms', 'max ms', 'platform thread longest block ms'],
+          ['no upload (1 s)', '', '', ...ping(u.idle)],
+          ['one upload', fmt(u.seconds, 2), fmt(u.peakRssGrowthMiB), ...ping(u.during)],
+          [`${u.concurrent.uploads} uploads at once (${u.concurrent.uploads} tenants)`, fmt(u.concurrent.seconds, 2), fmt(u.concurrent.peakRssGrowthMiB), ...ping(u.concurrent.during)],
+        ])}\n  seconds: until the answer (read on a thread of its own, contacts appended, read models caught up); another tenant pings one request at a time from a worker thread\n`
+      );
     },
   },
   {

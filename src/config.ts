@@ -51,6 +51,8 @@ export interface Config {
    * gives the client address. false, true (any), or proxy addresses and CIDRs.
    */
   trustProxy: boolean | string;
+  /** Time a client has to send a whole request, headers and body (then 408 and the connection closed). */
+  requestTimeoutMs: number;
   /** Not in the contract's table: wait between tries of an SMS (`tries` > 1). */
   smsRetryMs: number;
   /** Not in the contract's table: wait before a missed scheduled call's next attempt (CONTRACT section 10 says 60 s). */
@@ -244,6 +246,7 @@ export function loadConfig(env: Env = process.env): Config {
     authFailuresPerMin: int(env, 'AUTH_FAILURES_PER_MIN', 10),
     authFailuresPerAddressPerMin: int(env, 'AUTH_FAILURES_PER_ADDRESS_PER_MIN', 30),
     trustProxy: trustProxy(env),
+    requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 60000, 1),
     smsRetryMs: int(env, 'SMS_RETRY_MS', 2000),
     scheduleRetryS: int(env, 'SCHEDULE_RETRY_S', 60),
     publicBaseUrlSet: Boolean(env.PUBLIC_BASE_URL),

@@ -53,6 +53,11 @@ export function wantsHtml(accept: string | undefined): boolean {
   return /(^|,)\s*text\/html\b/i.test(accept ?? '');
 }
 
+/** Node's server options for REQUEST_TIMEOUT_MS: headers keep Node's 60 s, never beyond the whole request's limit. */
+export function serverTimeouts(requestTimeout: number) {
+  return { requestTimeout, headersTimeout: Math.min(60_000, requestTimeout), connectionsCheckingInterval: Math.min(1000, requestTimeout) };
+}
+
 export async function buildApp(ctx: Context): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
@@ -68,11 +73,14 @@ export async function buildApp(ctx: Context): Promise<FastifyInstance> {
     // The contract's message names the parameter; errors.ts turns it into the error body.
     schemaErrorFormatter: (errors) => new Error(validationError(errors as ErrorObject[]).message),
     return503OnClosing: true,
+    // A client stalling in its headers or its body is cut off: the whole request must arrive within
+    // REQUEST_TIMEOUT_MS (Node answers 408 and closes), checked every second, not every 30 s.
+    requestTimeout: ctx.config.requestTimeoutMs,
+    // A request without Host reaches errors.ts, which answers it with the contract's body.
+    http: { ...serverTimeouts(ctx.config.requestTimeoutMs), requireHostHeader: false },
     // Errors raised before a route runs get the contract's body too (src/http/errors.ts).
     frameworkErrors,
     clientErrorHandler,
-    // A request without Host reaches errors.ts, which answers it with the contract's body.
-    http: { requireHostHeader: false },
     // Which proxies' X-Forwarded-For gives `req.ip`, the client address of the limits (TRUST_PROXY).
     trustProxy: ctx.config.trustProxy,
   });

@@ -4,8 +4,14 @@
  * running under the key makes a repeat wait for it. Client errors are kept like successes (the same
  * request fails the same way); server errors are not, so a retry after an outage runs again.
  * Across processes (several `api` roles) the key is claimed in the read store first; a repeat that
- * finds a live claim waits for its response. A claim lapses after CLAIM_MS, so a crashed claimer
- * blocks nobody for long.
+ * finds a live claim waits for its response. The claim is short (CLAIM_MS) and renewed while the
+ * request runs, so one a killed process left behind holds a retry for seconds, not a minute.
+ *
+ * The kept response is written after the command's events: a process killed in between leaves
+ * events but no response. So a command with an effect outside (a call rung, an SMS sent) takes its
+ * id from the key (`idFromKey`): the stream the retry would write is the one already written, its
+ * decider finds it started and appends nothing, and the retry answers the same id. The key's record
+ * is then part of the command's own atomic append.
  */
 import { createHash } from 'node:crypto';
 import type { Context } from '../context.js';
@@ -14,7 +20,9 @@ import { body as errorBody, toAppError } from './errors.js';
 
 const TTL_MS = 24 * 60 * 60 * 1000;
 const COLLECTION = 'idempotency';
-const CLAIM_MS = 60_000;
+const CLAIM_MS = 5_000;
+/** Renewal period of a running request's claim: several renewals fit in a claim's life. */
+const RENEW_MS = 1_000;
 const POLL_MS = 25;
 /** A response as sent: what a repeated key answers again. */
 export interface Rendered {
@@ -41,9 +49,42 @@ async function awaitOther(ctx: Context, id: string): Promise<Rendered | null> {
   }
 }
 
-export async function idempotent(ctx: Context, scope: string, key: string, run: () => Promise<Rendered>): Promise<Rendered> {
+/** The record's id of a key under a scope (the credentials and the route). */
+export function keyId(scope: string, key: string): string {
   if (key.length > 255) throw invalid('Idempotency-Key is longer than 255 characters');
-  const id = createHash('sha256').update(scope).update('\u0000').update(key).digest('base64url');
+  return createHash('sha256').update(scope).update('\u0000').update(key).digest('base64url');
+}
+
+/**
+ * A UUID the request under key `id` (see `keyId`) gives what it creates (`what`: a call, an SMS): the
+ * same for a retry, different for every other key and credentials. Version 8 (RFC 9562: custom).
+ */
+export function idFromKey(id: string, what: string): string {
+  const b = createHash('sha256').update(id).update('\u0000').update(what).digest().subarray(0, 16);
+  b[6] = (b[6]! & 0x0f) | 0x80;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const h = b.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/** Keeps the claim on `id` alive while its request runs; `stop` ends it once no renewal is under way. */
+function renewing(ctx: Context, id: string): { stop(): Promise<void> } {
+  let pending: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    const claimedUntil = ctx.now() + CLAIM_MS;
+    pending = pending.then(() => ctx.reads.put(COLLECTION, id, { claimedUntil }, { expiresAt: claimedUntil })).catch(() => {});
+  }, RENEW_MS);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await pending;
+    },
+  };
+}
+
+export async function idempotent(ctx: Context, scope: string, key: string, run: () => Promise<Rendered>): Promise<Rendered> {
+  const id = keyId(scope, key);
   const running = inFlight.get(id);
   if (running) return running;
   // Registered before the first await, so a concurrent repeat joins this attempt instead of
@@ -56,9 +97,11 @@ export async function idempotent(ctx: Context, scope: string, key: string, run: 
       if (await ctx.reads.insertIfAbsent(COLLECTION, id, { claimedUntil }, { expiresAt: claimedUntil })) break;
     }
     let rendered: Rendered;
+    const claim = renewing(ctx, id);
     try {
       rendered = await run();
     } catch (err) {
+      await claim.stop();
       const appErr = toAppError(err);
       if (!appErr || appErr.status >= 500 || appErr.status === 429 || appErr.status === 401) {
         await ctx.reads.delete(COLLECTION, id);
@@ -66,6 +109,7 @@ export async function idempotent(ctx: Context, scope: string, key: string, run: 
       }
       rendered = renderError(appErr);
     }
+    await claim.stop();
     if (rendered.status < 500) await ctx.reads.put(COLLECTION, id, { response: rendered }, { expiresAt: ctx.now() + TTL_MS });
     else await ctx.reads.delete(COLLECTION, id);
     return rendered;

@@ -9,7 +9,7 @@ import { lastValues, normalize, pick, toJsonSchema, type ParamSpecs, type Params
 import { invalid } from '../domain/errors.js';
 import type { AuthUser } from '../domain/auth-user.js';
 import type { Context } from '../context.js';
-import { idempotent, type Rendered } from './idempotency.js';
+import { idempotent, keyId, type Rendered } from './idempotency.js';
 import { RawJson } from '../queries/json.js';
 
 /** A plain-text response (`pong`, `Success`, an id). */
@@ -45,6 +45,8 @@ export interface HandlerArgs<P extends ParamSpecs> {
   ctx: Context;
   /** What `file` returned for each uploaded file, by field name (multipart routes with `file`). */
   files: Record<string, unknown>;
+  /** A POST with an Idempotency-Key: the key's id, from which `idFromKey` makes ids a retry finds again. */
+  idempotency: string | null;
 }
 
 export interface UploadedFile {
@@ -283,13 +285,14 @@ export function defineRoute<P extends ParamSpecs>(app: FastifyInstance, ctx: Con
   };
   // preValidation: after the rate limit (onRequest), so a request counts before its password is checked.
   const authHooks = def.auth === 'user' ? [app.userAuth] : def.auth === 'operator' ? [app.operatorAuth] : [];
-  const args = (req: FastifyRequest, reply: FastifyReply): HandlerArgs<P> => ({
+  const args = (req: FastifyRequest, reply: FastifyReply, idempotency: string | null = null): HandlerArgs<P> => ({
     req,
     reply,
     p: pick(params, req.query as Record<string, unknown>) as Params<P>,
     user: req.user!,
     ctx,
     files: (req as WithFiles)[FILES] ?? {},
+    idempotency,
   });
   (def.method === 'GET' ? app : (bodyScopes.get(app) ?? app)).route({
     method: def.method,
@@ -313,15 +316,17 @@ export function defineRoute<P extends ParamSpecs>(app: FastifyInstance, ctx: Con
 
   async function idempotentAnswer(req: FastifyRequest, reply: FastifyReply, key: string) {
     let streamed: Streamed | null = null;
+    const scope = `${def.auth === 'operator' ? 'operator' : `u${req.user?.id}`}|${def.method} ${def.url}`;
+    const id = keyId(scope, key);
     const run = async (): Promise<Rendered> => {
-      const result = await def.handler(args(req, reply));
+      const result = await def.handler(args(req, reply, id));
       if (result instanceof Streamed) {
         streamed = result;
         return { status: 200, contentType: result.contentType, payload: '' };
       }
       return render(result, reply.statusCode);
     };
-    const rendered = await idempotent(ctx, `${def.auth === 'operator' ? 'operator' : `u${req.user?.id}`}|${def.method} ${def.url}`, key, run);
+    const rendered = await idempotent(ctx, scope, key, run);
     const stream = streamed as Streamed | null;
     if (stream) return reply.code(200).headers(stream.headers).type(stream.contentType).send(stream.body);
     return reply.code(rendered.status).type(rendered.contentType).send(rendered.payload);

@@ -122,7 +122,12 @@ export class ProjectionRunner {
     }
   }
 
-  /** Applies a batch with one commit. Exposed for tests that simulate crashes between batches. */
+  /**
+   * Applies a batch with one commit. Exposed for tests that simulate crashes between batches. A batch
+   * whose events touch more than MAX_BATCH_DOCS documents (a dialer upload's 100,000 contacts) is
+   * applied in halves, each with its own commit: one commit of them all held the platform thread for
+   * seconds.
+   */
   async applyBatch(batch: RecordedEvent[]): Promise<void> {
     if (batch.length === 0) return;
     const docs = new Map<string, { collection: string; id: string; doc: Doc | null; stored: number; written: number; dirty: boolean }>();
@@ -130,6 +135,10 @@ export class ProjectionRunner {
     const types = new Set<string>();
     for (const event of batch) types.add(event.type);
     const last = batch[batch.length - 1]!.position;
+    // The documents each projection's events touch, for all projections first: their count decides
+    // whether the batch is split.
+    const touched: { k: number; keyed: { event: RecordedEvent; ids: readonly string[] }[] }[] = [];
+    let touches = 0;
     for (let k = 0; k < this.projections.length; k++) {
       const p = this.projections[k]!;
       // A runner that was never started (a test replaying a crash) must still skip what is committed.
@@ -138,19 +147,31 @@ export class ProjectionRunner {
       if (last > from) nextCheckpoints[p.name] = last;
       // None of the batch's types is one it reads (most projections, for most batches): only its checkpoint moves.
       if (!handlesAny(this.handled[k]!, types)) continue;
-      const collection = collectionOf(p);
-      // The documents the batch touches, read in one query (a call's first events miss in every
-      // collection: one query each cost a fifth of a delivery's projection).
       const keyed: { event: RecordedEvent; ids: readonly string[] }[] = [];
-      const wanted = new Set<string>();
-      const keyOf = (id: string) => `${collection}\u0000${id}`;
       for (const event of batch) {
         if (event.position <= from) continue;
         const ids = p.keys(event);
         if (ids.length === 0) continue;
         keyed.push({ event, ids });
-        for (const id of ids) if (!docs.has(keyOf(id))) wanted.add(id);
+        touches += ids.length;
       }
+      touched.push({ k, keyed });
+    }
+    if (touches > MAX_BATCH_DOCS && batch.length > 1) {
+      const half = batch.length >> 1;
+      await this.applyBatch(batch.slice(0, half));
+      // Let the platform answer others between the halves' commits.
+      await new Promise((r) => setImmediate(r));
+      return this.applyBatch(batch.slice(half));
+    }
+    for (const { k, keyed } of touched) {
+      const p = this.projections[k]!;
+      const collection = collectionOf(p);
+      // The documents the batch touches, read in one query (a call's first events miss in every
+      // collection: one query each cost a fifth of a delivery's projection).
+      const wanted = new Set<string>();
+      const keyOf = (id: string) => `${collection}\u0000${id}`;
+      for (const { ids } of keyed) for (const id of ids) if (!docs.has(keyOf(id))) wanted.add(id);
       if (wanted.size > 0) {
         const ids = [...wanted];
         const found = await this.store.getVersionedMany(collection, ids);
@@ -177,6 +198,9 @@ export class ProjectionRunner {
     this.waiters.advance(this.position);
   }
 }
+
+/** Documents one commit of the projector writes at most, unless one event alone touches more. */
+const MAX_BATCH_DOCS = 5000;
 
 function handlesAny(handled: ReadonlySet<string> | null, types: ReadonlySet<string>): boolean {
   if (handled === null) return true;

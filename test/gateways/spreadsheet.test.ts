@@ -96,6 +96,35 @@ describe('readContacts: xlsx', () => {
     expect(r.skipped).toBe(1);
   });
 
+  it('reads a sheet whose rows and cells leave out the optional r attributes (issue 29 item 3)', async () => {
+    // As several writers produce it: cells follow one another, rows too; one cell names its column.
+    const sheet = sheetXml(
+      '<row><c t="s"><v>0</v></c><c t="inlineStr"><is><t>Name</t></is></c><c t="s"><v>1</v></c></row>' +
+        '<row><c><v>9876543210</v></c><c t="inlineStr"><is><t>Asha</t></is></c><c t="s"><v>2</v></c></row>' +
+        '<row/>' +
+        '<row><c t="inlineStr"><is><t>9123456789</t></is></c><c r="C4" t="b"><v>1</v></c></row>',
+    );
+    const sst = `<?xml version="1.0"?><sst ${NS}><si><t>Phone</t></si><si><r><t>No</t></r><r><t>te</t></r><rPh><t>x</t></rPh></si><si><t>first</t></si></sst>`;
+    const parts = workbookParts([{ name: 'S', file: 'sheet1.xml' }]);
+    parts[1] = {
+      name: 'xl/_rels/workbook.xml.rels',
+      data: Buffer.from(
+        '<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
+          '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/>' +
+          '<Relationship Id="rId9" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/></Relationships>',
+      ),
+    };
+    const buf = zip([...parts, { name: 'xl/sharedStrings.xml', data: Buffer.from(sst) }, { name: 'xl/worksheets/sheet1.xml', data: Buffer.from(sheet) }]);
+    const r = await read(buf, 'no-refs.xlsx');
+    expect(r).toEqual({
+      skipped: 0,
+      contacts: [
+        { number: '9876543210', fields: { Name: 'Asha', Note: 'first' } },
+        { number: '9123456789', fields: { Note: 'TRUE' } },
+      ],
+    });
+  });
+
   it('reads numbers written as floats or in exponent form, inline strings, and takes the first sheet in workbook order', async () => {
     const second = sheetXml(
       '<row r="1"><c r="A1" t="inlineStr"><is><t>Contact</t></is></c><c r="B1" t="inlineStr"><is><t>Tel</t></is></c></row>' +

@@ -6,7 +6,7 @@
  */
 import { v7 as uuidv7 } from 'uuid';
 import type { Context } from '../../context.js';
-import { handleCommand } from '../decider.js';
+import { handleCommand, loadAggregate } from '../decider.js';
 import { callDecider, type CallStartedData } from './call.js';
 import { isFree } from '../agent/agent.js';
 import { streams } from '../../domain/streams.js';
@@ -46,6 +46,12 @@ export async function placeOutboundCall(ctx: Context, c: PlaceCall): Promise<{ x
   const data = await outboundCallStarted(ctx, c);
   const r = await handleCommand(ctx.events, streams.call(data.xnid), callDecider, { type: 'Start', data });
   return { xnid: data.xnid, position: r.position };
+}
+
+/** The position of the call `xnid` when it was started already (a retried request), else null. */
+export async function startedAt(ctx: Context, xnid: string): Promise<number | null> {
+  const l = await loadAggregate(ctx.events, streams.call(xnid), callDecider);
+  return l.state.started ? l.position : null;
 }
 
 /**

@@ -3,7 +3,8 @@
  * new or differs from what provisioning last wrote for it, and all writes of one document are
  * appended in one transaction, so a bad or interrupted application leaves nothing half-done.
  */
-import type { EventStore, RecordedEvent, StreamAppend } from '../../gateways/event-store/port.js';
+import { WrongExpectedRevisionError, type EventStore, type RecordedEvent, type StreamAppend } from '../../gateways/event-store/port.js';
+import { conflict } from '../../domain/errors.js';
 import type {
   AgentProvisionedData,
   CustomerProvisionedData,
@@ -66,8 +67,26 @@ class StreamCache {
   }
 }
 
-/** `onProgress` hears (records done, records in the document) as services, agents, customers and users are checked. */
+/** Attempts of one document when another one wrote the same records meanwhile. */
+const ATTEMPTS = 3;
+
+/**
+ * `onProgress` hears (records done, records in the document) as services, agents, customers and users
+ * are checked. Documents applied at the same time that write the same records conflict in the event
+ * store: the loser is checked again on what the winner wrote, and after ATTEMPTS answers 409.
+ */
 export async function applyProvisioning(store: EventStore, input: unknown, onProgress?: (done: number, total: number) => void): Promise<ProvisioningResult> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await applyOnce(store, input, onProgress);
+    } catch (err) {
+      if (!(err instanceof WrongExpectedRevisionError)) throw err;
+      if (attempt >= ATTEMPTS) throw conflict('another provisioning document changed the same records at the same time; apply this one again');
+    }
+  }
+}
+
+async function applyOnce(store: EventStore, input: unknown, onProgress?: (done: number, total: number) => void): Promise<ProvisioningResult> {
   const cache = new StreamCache(store);
   // Prefetch what validation needs to know about records provisioned before.
   const raw = (input ?? {}) as Partial<ProvisioningDocument>;

@@ -18,13 +18,15 @@ export interface SmsRequest {
   callTxnId?: string | null;
   tries?: number;
   userId: number | null;
+  /** The SMS id; a retried request gives the first one's, so the SMS is requested (and sent) once. */
+  id?: string;
 }
 
 /** Records the request; answers the SMS id and the position of its event. */
 export async function requestSms(ctx: Context, req: SmsRequest): Promise<{ id: string; position: number }> {
   if (req.message.trim() === '') throw invalid('message must not be empty');
   const data: SmsRequestedData = {
-    id: randomUUID(),
+    id: req.id ?? randomUUID(),
     svcId: req.svcId,
     number: req.number,
     message: req.message,

@@ -39,6 +39,14 @@ export class HotReadStore implements ReadStore {
    * DATA_DIR writes the same document: that one folds the same events to the same document.
    */
   private readonly written = new Map<string, Versioned>();
+  /**
+   * `written`'s entries oldest first, from `oldest` on; one is still in force while `written` holds
+   * that very object. The oldest is found here, not as the Map's first key: after each delete at its
+   * front a Map's next first key is found by walking past the holes the deletes left (V8 compacts a
+   * Map only as it grows), which took seconds of the platform thread for a 100,000-contact upload.
+   */
+  private order: Array<readonly [string, Versioned]> = [];
+  private oldest = 0;
 
   constructor(
     readonly inner: ReadStore,
@@ -199,8 +207,23 @@ export class HotReadStore implements ReadStore {
     this.written.delete(key);
     // Only a projector's write (it carries its position); a frozen document, as the runner folds on it.
     if (w.position === undefined) return;
-    this.written.set(key, { doc: freeze(w.doc), position: w.position });
-    if (this.written.size > WRITTEN_MAX) this.written.delete(this.written.keys().next().value!);
+    const entry: Versioned = { doc: freeze(w.doc), position: w.position };
+    this.written.set(key, entry);
+    this.order.push([key, entry]);
+    if (this.written.size > WRITTEN_MAX) {
+      while (this.oldest < this.order.length) {
+        const [k, e] = this.order[this.oldest++]!;
+        if (this.written.get(k) === e) {
+          this.written.delete(k);
+          break;
+        }
+      }
+    }
+    // Entries no longer in force (written again, dropped) are let go now and then: O(1) a write.
+    if (this.oldest > WRITTEN_MAX || this.order.length - this.oldest > 2 * WRITTEN_MAX) {
+      this.order = this.order.slice(this.oldest).filter(([k, e]) => this.written.get(k) === e);
+      this.oldest = 0;
+    }
   }
 
   checkpoint(name: string): Promise<number> {

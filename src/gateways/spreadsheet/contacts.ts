@@ -4,9 +4,9 @@
  *
  * - The kind comes from the file name (`.xlsx` / `.csv`, any case); anything else, or a file that does
  *   not parse as that kind, is `SpreadsheetError('invalid')`.
- * - xlsx: the first worksheet (in workbook order), read with exceljs's streaming reader; the upload is
- *   buffered (it is at most `maxBytes`) so that its zip directory can be checked for bombs first (see
- *   xlsx.ts). Numeric cells count like text (9876543210 → "9876543210"); rich text, formula results
+ * - xlsx: the first worksheet (in workbook order), read as its XML streams in (sheet-xml.ts; cells and
+ *   rows without their optional `r` attribute follow the one before); the upload is buffered (it is
+ *   at most `maxBytes`) so that its zip directory can be checked for bombs first (see xlsx.ts). Numeric cells count like text (9876543210 → "9876543210"); rich text, formula results
  *   and hyperlinks give their text. Dates are not recognised (styles are not read): they give the
  *   spreadsheet's day number. CSV: streamed, see csv.ts.
  * - Rows whose every cell is blank are ignored: neither counted nor skipped nor a data row.

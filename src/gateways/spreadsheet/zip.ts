@@ -2,11 +2,9 @@
  * Reading an uploaded .xlsx's zip safely, on yauzl. The upload is at most `maxBytes` (10 MiB), so it is
  * held in memory; yauzl reads its central directory, and only the parts the reader asks for are ever
  * decompressed, each as a stream that yauzl stops the moment it outgrows the size the directory
- * declares (and we check the CRC, which yauzl leaves to its caller). The verified parts are handed to
- * exceljs re-packed as a *stored* zip stream (`storedZip`), so exceljs's own unzipper never inflates
- * anything.
+ * declares (and we check the CRC, which yauzl leaves to its caller).
  */
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import yauzl from 'yauzl';
 import { invalid } from './errors.js';
@@ -27,8 +25,6 @@ export interface Zip {
   inflate(entry: ZipEntry): AsyncGenerator<Buffer>;
 }
 
-const EOCD_SIG = 0x06054b50;
-const LFH_SIG = 0x04034b50;
 
 /** yauzl's account of a broken archive, as the reader's `invalid`. */
 const damaged = (err: unknown, what: string) => invalid(`not an xlsx workbook: ${what} ${err instanceof Error ? `(${err.message})` : ''}`.trim());
@@ -129,43 +125,4 @@ function utf8Boundary(b: Buffer): number {
     return i + need > b.length ? i : b.length;
   }
   return b.length;
-}
-
-export interface StoredPart {
-  readonly name: string;
-  readonly size: number;
-  readonly chunks: AsyncIterable<Buffer> | Iterable<Buffer>;
-}
-
-/**
- * A zip stream holding `parts` uncompressed ("stored", sizes in the local headers), in this order,
- * closed by an empty end-of-directory record; what a streaming unzipper needs and no more. The size
- * of each part must be exact: the caller's chunks are checked against it.
- */
-export function storedZip(parts: readonly StoredPart[]): Readable {
-  async function* generate(): AsyncGenerator<Buffer> {
-    for (const part of parts) {
-      const name = Buffer.from(part.name, 'utf8');
-      const header = Buffer.alloc(30);
-      header.writeUInt32LE(LFH_SIG, 0);
-      header.writeUInt16LE(20, 4); // version needed
-      header.writeUInt16LE(0x0800, 6); // UTF-8 name
-      header.writeUInt16LE(0, 8); // stored
-      header.writeUInt32LE(part.size, 18);
-      header.writeUInt32LE(part.size, 22);
-      header.writeUInt16LE(name.length, 26);
-      yield Buffer.concat([header, name]);
-      let sent = 0;
-      for await (const chunk of part.chunks) {
-        sent += chunk.length;
-        if (sent > part.size) throw invalid(`not an xlsx workbook: ${part.name} is larger than declared`);
-        yield chunk;
-      }
-      if (sent !== part.size) throw invalid(`not an xlsx workbook: ${part.name} is shorter than declared`);
-    }
-    const eocd = Buffer.alloc(22);
-    eocd.writeUInt32LE(EOCD_SIG, 0);
-    yield eocd;
-  }
-  return Readable.from(generate(), { objectMode: false });
 }

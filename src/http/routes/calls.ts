@@ -10,7 +10,8 @@ import type { Context } from '../../context.js';
 import type { AuthUser } from '../../domain/auth-user.js';
 import { handleCommand } from '../../commands/decider.js';
 import { callDecider, type CallCommand } from '../../commands/call/call.js';
-import { freeAgent, placeOutboundCall } from '../../commands/call/place.js';
+import { freeAgent, placeOutboundCall, startedAt } from '../../commands/call/place.js';
+import { idFromKey } from '../idempotency.js';
 import { streams } from '../../domain/streams.js';
 import { conflict, forbidden, invalid, notFound } from '../../domain/errors.js';
 import type { ServiceDoc } from '../../projections/services.js';
@@ -59,7 +60,7 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
       'max-tries': { type: 'integer', min: 1, max: 10 },
       'skill-id': { type: 'integer', min: 1 },
     },
-    handler: async ({ p, user }) => {
+    handler: async ({ p, user, idempotency }) => {
       if (p['schedule-time'] !== undefined) {
         const svcId = scopeService(user, p['service-id'], 'service-id');
         const namedAgentId = await namedAgent(ctx, user, svcId, p['agent-sip'], p['agent-number']);
@@ -70,7 +71,8 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
         // CONTRACT section 15: a scheduled call to a dnd or blocked number is refused when requested.
         const dnc = await doNotCall(ctx, svcId, p.number);
         if (dnc) throw conflict(`${doNotCallMessage(p.number, dnc)}: a call to it cannot be scheduled`);
-        const id = randomUUID();
+        // A retried request (same Idempotency-Key) names the same schedule: it is not scheduled twice.
+        const id = idempotency ? idFromKey(idempotency, 'schedule') : randomUUID();
         const r = await handleCommand(ctx.events, streams.schedule(id), scheduleDecider, {
           type: 'Schedule',
           data: {
@@ -89,6 +91,14 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
         await ctx.sync.waitFor(r.position);
         return text('Success');
       }
+      // A retried request (same Idempotency-Key) names the same call: if the first run placed it
+      // before its process died, the retry answers it rather than ringing the customer again.
+      const xnid = idempotency ? idFromKey(idempotency, 'call') : undefined;
+      const placed = xnid === undefined ? null : await startedAt(ctx, xnid);
+      if (placed !== null) {
+        await ctx.sync.waitFor(placed);
+        return { id: xnid };
+      }
       const request = await outboundRequest(ctx, user, {
         number: p.number,
         serviceId: p['service-id'],
@@ -100,9 +110,9 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
         countryCode: p['country-code'] === undefined ? undefined : String(p['country-code']),
         skillId: p['skill-id'],
       });
-      const { xnid, position } = await placeOutboundCall(ctx, request);
-      await ctx.sync.waitFor(position);
-      return { id: xnid };
+      const placedNow = await placeOutboundCall(ctx, { ...request, xnid });
+      await ctx.sync.waitFor(placedNow.position);
+      return { id: placedNow.xnid };
     },
   });
 

@@ -8,6 +8,7 @@ import { streams } from '../../domain/streams.js';
 import { outboundRequest } from '../call-request.js';
 import { outboundCallStarted } from '../../commands/call/place.js';
 import { requestSms } from '../../commands/sms/request.js';
+import { idFromKey } from '../idempotency.js';
 
 export const messagingRoutes: RouteRegistrar = (app, ctx) => {
   defineRoute(app, ctx, {
@@ -25,9 +26,11 @@ export const messagingRoutes: RouteRegistrar = (app, ctx) => {
       'call-txn-id': { type: 'string', maxLength: 100, description: 'call transaction id of an associated call' },
       tries: { type: 'integer', min: 1, max: 5 },
     },
-    handler: async ({ p, user }) => {
+    handler: async ({ p, user, idempotency }) => {
       const svcId = scopeService(user, p['service-id'], 'service-id', true);
       const { id, position } = await requestSms(ctx, {
+        // A retried request (same Idempotency-Key) names the same SMS: requested, and sent, once.
+        id: idempotency ? idFromKey(idempotency, 'sms') : undefined,
         svcId,
         number: p.number,
         message: p.message,
