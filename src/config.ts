@@ -13,6 +13,8 @@ export interface Config {
   dataDir: string;
   eventStoreUrl?: string;
   mongodbUrl?: string;
+  /** PostgreSQL: the event log and the read models not named by EVENTSTORE_URL / MONGODB_URL, and the worker lease. */
+  databaseUrl?: string;
   redisUrl?: string;
   /** Not in the contract's table: prefix of every Redis key (queues, lease, rate limits), so deployments can share a Redis. */
   redisPrefix: string;
@@ -158,6 +160,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(env.DATA_DIR || './data'),
     eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kurrentdb+discover', 'kurrent', 'kurrent+discover']),
     mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']),
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres', 'postgresql']),
     redisUrl: url(env, 'REDIS_URL', ['redis', 'rediss']),
     redisPrefix: redisPrefix(env),
     healthPort: env.HEALTH_PORT?.trim() ? port(env, 'HEALTH_PORT', 0) : undefined,

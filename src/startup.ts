@@ -12,6 +12,11 @@ export function startupProblem(err: unknown, config: Config): string | null {
   if (name === 'MongoServerSelectionError' || name === 'MongoParseError' || name === 'MongoAPIError') {
     return `MONGODB_URL: ${(err as Error).message.split('\n')[0]}`;
   }
+  // PostgreSQL's own refusals carry an SQLSTATE (a database that does not exist, a wrong password).
+  const sqlState = (err as { code?: unknown } | undefined)?.code;
+  if (config.databaseUrl && typeof sqlState === 'string' && /^(08|28|3D|42501)/.test(sqlState)) {
+    return `DATABASE_URL: ${(err as Error).message.split('\n')[0]}`;
+  }
   const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
   switch (e?.code) {
     case 'EADDRINUSE':
@@ -19,7 +24,7 @@ export function startupProblem(err: unknown, config: Config): string | null {
     case 'EADDRNOTAVAIL':
     case 'ENOTFOUND':
       if (e.syscall === 'listen' || e.syscall === 'getaddrinfo') return `cannot bind to HOST ${config.host}: ${e.code}`;
-      return `a store's host was not found (${e.message}): check EVENTSTORE_URL, MONGODB_URL, REDIS_URL`;
+      return `a store's host was not found (${e.message}): check EVENTSTORE_URL, MONGODB_URL, DATABASE_URL, REDIS_URL`;
     case 'EACCES':
     case 'EPERM':
       if (e.syscall === 'listen') return `no permission to listen on ${config.host}:${e.port ?? config.port}: choose a PORT above 1023`;
@@ -28,7 +33,7 @@ export function startupProblem(err: unknown, config: Config): string | null {
     case 'ENOTDIR':
       return `DATA_DIR ${config.dataDir} cannot be used (${e.code}): set DATA_DIR to a writable directory`;
     case 'ECONNREFUSED':
-      return `a store refused the connection (${e.message}): check EVENTSTORE_URL, MONGODB_URL, REDIS_URL or start the server`;
+      return `a store refused the connection (${e.message}): check EVENTSTORE_URL, MONGODB_URL, DATABASE_URL, REDIS_URL or start the server`;
     default:
       return null;
   }

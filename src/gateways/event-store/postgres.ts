@@ -1,0 +1,288 @@
+/**
+ * PostgreSQL event store (DATABASE_URL, without EVENTSTORE_URL), on `pg`.
+ *
+ * Writes: group commit. Appends that arrive while a group is being stored (or in the same turn of
+ * the event loop) go together as the next group: one call of the `append_events` function, one
+ * transaction, one round trip, each command checked on its own (postgres-schema.ts). Every event
+ * gets its id here, before the first attempt, so a group whose answer was lost (the connection
+ * dropped) is sent again and its stored events are recognised by their ids, not written twice.
+ *
+ * Positions: the function appends under one advisory lock per log, so positions commit in order
+ * and are dense; a reader never sees a position while an earlier one may still commit, and the
+ * subscriptions can read "everything after my last position" without skipping anything.
+ *
+ * Subscriptions read pages of the log and wait for a wake-up: this process's own appends, a NOTIFY
+ * from another process's (one LISTEN connection per store, reconnected when lost), or a poll.
+ */
+import { EventEmitter } from 'node:events';
+import type pg from 'pg';
+import {
+  type AppendOptions,
+  type AppendResult,
+  type EventStore,
+  type NewEvent,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type StreamAppend,
+  type Subscription,
+  WrongExpectedRevisionError,
+} from './port.js';
+import { pollingSubscription } from './subscription.js';
+import { timeOrderedId } from './sqlite-group.js';
+import { mergeAppends } from './kurrentdb-mapping.js';
+import { jsonbSafe, migrate, noNul, openClient, openPool, schemaName, type PgOptions } from '../postgres.js';
+import { channelOf, eventLogDdl } from './postgres-schema.js';
+
+export interface PostgresEventStoreOptions extends PgOptions {
+  clock?: () => number;
+  /** Safety net for wake-ups no NOTIFY brought (default 1000 ms). */
+  pollMs?: number;
+  log?: (level: 'warn' | 'info', message: string, details?: Record<string, unknown>) => void;
+}
+
+interface Row {
+  position: number;
+  id: string;
+  stream_id: string;
+  revision: number;
+  type: string;
+  data: unknown;
+  metadata: Record<string, unknown> | null;
+  time: number;
+}
+
+type Outcome = { ok: [number, number][] } | { conflict: number; actual: number } | { dup: number; stream: string };
+
+interface Pending {
+  appends: StreamAppend[];
+  json: unknown[];
+  resolve: (r: AppendResult[]) => void;
+  reject: (err: unknown) => void;
+}
+
+/** Commands one group stores at most. */
+const MAX_GROUP = 256;
+/** Events a subscription reads a page. */
+const PAGE = 500;
+/** Sends of a group whose outcome was unknown (a lost connection) before its callers are failed. */
+const ATTEMPTS = 3;
+
+const COLUMNS = 'position, id, stream_id, revision, type, data, metadata, time';
+
+const toRecorded = (r: Row): RecordedEvent => ({
+  id: r.id,
+  streamId: r.stream_id,
+  revision: r.revision,
+  position: r.position,
+  type: r.type,
+  data: r.data,
+  metadata: r.metadata ?? {},
+  time: r.time,
+});
+
+export class PostgresEventStore implements EventStore {
+  private readonly emitter = new EventEmitter();
+  private queue: Pending[] = [];
+  private writing = false;
+  private closed = false;
+  private listener: pg.Client | null = null;
+  private listening = false;
+  private readonly sql;
+
+  private constructor(
+    private readonly url: string,
+    private readonly pool: pg.Pool,
+    private readonly schema: string,
+    private readonly options: PostgresEventStoreOptions,
+  ) {
+    this.emitter.setMaxListeners(0);
+    const s = schema;
+    this.sql = {
+      append: `SELECT ${s}.append_events($1::json) AS r`,
+      readStream: `SELECT ${COLUMNS} FROM ${s}.events WHERE stream_id = $1 AND revision >= $2 ORDER BY revision LIMIT $3`,
+      readAll: `SELECT ${COLUMNS} FROM ${s}.events WHERE position > $1 ORDER BY position LIMIT $2`,
+      head: `SELECT position FROM ${s}.log_head`,
+    };
+  }
+
+  /** Connects, creates the schema's tables when missing. */
+  static async open(url: string, options: PostgresEventStoreOptions = {}): Promise<PostgresEventStore> {
+    const schema = schemaName(options.schema);
+    if (schema.length > 50) throw new Error(`PostgreSQL schema name ${schema} is too long for its channel name`);
+    const pool = openPool(url, options.max ?? 4);
+    try {
+      await migrate(pool, schema, eventLogDdl(schema));
+    } catch (err) {
+      await pool.end().catch(() => {});
+      throw err;
+    }
+    return new PostgresEventStore(url, pool, schema, options);
+  }
+
+  async appendToStream(streamId: string, events: NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
+    const [result] = await this.appendToStreams([{ streamId, events, expectedRevision: options.expectedRevision ?? 'any' }]);
+    return result!;
+  }
+
+  appendToStreams(appends: StreamAppend[]): Promise<AppendResult[]> {
+    if (this.closed) return Promise.reject(new Error('event store is closed'));
+    let merged: StreamAppend[];
+    let json: unknown[];
+    try {
+      // A stream named twice becomes one append (its second expectation checked against the first).
+      merged = mergeAppends(appends);
+      const time = (this.options.clock ?? Date.now)();
+      json = merged.map((a) => ({
+        s: noNul(a.streamId),
+        x: a.expectedRevision,
+        t: time,
+        ev: a.events.map((e) => ({ i: noNul(e.id ?? timeOrderedId(time)), y: noNul(e.type), d: e.data ?? null, m: e.metadata ?? null })),
+      }));
+      JSON.stringify(json); // a value JSON cannot hold fails this command alone, now
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return new Promise<AppendResult[]>((resolve, reject) => {
+      this.queue.push({
+        appends: merged,
+        json,
+        resolve: (results) => resolve(appends.map((a) => results[merged.findIndex((m) => m.streamId === a.streamId)]!)),
+        reject,
+      });
+      if (!this.writing) {
+        this.writing = true;
+        // The rest of this turn's appends join the group.
+        setImmediate(() => void this.drain());
+      }
+    });
+  }
+
+  /** Stores groups until none waits: each group is what arrived while the one before was stored. */
+  private async drain(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const group = this.queue.splice(0, MAX_GROUP);
+        let outcomes: Outcome[] | null = null;
+        try {
+          outcomes = await this.send(group);
+        } catch (err) {
+          if (group.length === 1) group[0]!.reject(err);
+          // One command the server refuses (a value it cannot store) fails the group: each alone, so it fails alone.
+          else for (const p of group) await this.send([p]).then((o) => this.settle(p, o[0]!), p.reject);
+          continue;
+        }
+        group.forEach((p, i) => this.settle(p, outcomes![i]!));
+        this.emitter.emit('append');
+      }
+    } finally {
+      this.writing = false;
+    }
+  }
+
+  private async send(group: Pending[]): Promise<Outcome[]> {
+    // PostgreSQL's JSON functions refuse the NUL character: stored as U+FFFD.
+    const batch = jsonbSafe(JSON.stringify(group.map((p) => p.json)));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const r = await this.pool.query<{ r: Outcome[] }>({ name: `${this.schema}.append`, text: this.sql.append, values: [batch] });
+        return r.rows[0]!.r;
+      } catch (err) {
+        // A server error (an SQLSTATE) is an answer; anything else may have lost one: the ids make a resend safe.
+        if ((err as { code?: unknown }).code !== undefined && /^[0-9A-Z]{5}$/.test(String((err as { code: unknown }).code))) throw err;
+        if (attempt >= ATTEMPTS || this.closed) throw err;
+        this.options.log?.('warn', 'event store: append outcome unknown; sending again', { attempt, err: String(err) });
+        await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
+      }
+    }
+  }
+
+  private settle(p: Pending, o: Outcome) {
+    if ('ok' in o) {
+      p.resolve(o.ok.map(([nextExpectedRevision, position]) => ({ nextExpectedRevision, position })));
+    } else if ('conflict' in o) {
+      const a = p.appends[o.conflict]!;
+      p.reject(new WrongExpectedRevisionError(a.streamId, a.expectedRevision, o.actual));
+    } else {
+      p.reject(new Error(`stream ${p.appends[o.dup]!.streamId}: an event id is already used in stream ${o.stream}`));
+    }
+  }
+
+  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    const r = await this.pool.query<Row>({
+      name: `${this.schema}.readStream`,
+      text: this.sql.readStream,
+      values: [noNul(streamId), options.fromRevision ?? 0, options.maxCount ?? null],
+    });
+    return r.rows.map(toRecorded);
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    const r = await this.pool.query<Row>({ name: `${this.schema}.readAll`, text: this.sql.readAll, values: [options.after ?? 0, options.maxCount ?? null] });
+    return r.rows.map(toRecorded);
+  }
+
+  async headPosition(): Promise<number> {
+    this.assertOpen();
+    const r = await this.pool.query<{ position: number }>({ name: `${this.schema}.head`, text: this.sql.head });
+    return r.rows[0]?.position ?? 0;
+  }
+
+  subscribeToAll(options: { after?: number } = {}): Subscription {
+    this.listen();
+    return pollingSubscription({
+      after: options.after ?? 0,
+      readPage: (after) => this.readAll({ after, maxCount: PAGE }),
+      onAppend: (listener) => {
+        this.emitter.on('append', listener);
+        return () => this.emitter.off('append', listener);
+      },
+      pollMs: this.options.pollMs ?? 1000,
+      isClosed: () => this.closed,
+    });
+  }
+
+  /** One LISTEN connection, opened with the first subscription and opened again when lost. */
+  private listen(delay = 100) {
+    if (this.listening || this.closed) return;
+    this.listening = true;
+    const client = openClient(this.url);
+    this.listener = client;
+    const lost = () => {
+      if (this.listener !== client) return;
+      this.listener = null;
+      this.listening = false;
+      void client.end().catch(() => {});
+      if (this.closed) return;
+      // Whatever was appended while no one listened is found by the next read.
+      this.emitter.emit('append');
+      const t = setTimeout(() => this.listen(Math.min(delay * 2, 5000)), delay);
+      t.unref?.();
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    client.on('notification', () => this.emitter.emit('append'));
+    client
+      .connect()
+      .then(() => client.query(`LISTEN ${channelOf(this.schema)}`))
+      .then(() => this.emitter.emit('append'), lost);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    // Appends already taken are stored (and answered) first.
+    while (this.writing) await new Promise((r) => setTimeout(r, 5));
+    this.closed = true;
+    this.emitter.emit('append');
+    const listener = this.listener;
+    this.listener = null;
+    await listener?.end().catch(() => {});
+    await this.pool.end();
+  }
+
+  private assertOpen() {
+    if (this.closed) throw new Error('event store is closed');
+  }
+}
