@@ -29,7 +29,7 @@ import {
   WrongExpectedRevisionError,
 } from './port.js';
 import { pollingSubscription } from './subscription.js';
-import { timeOrderedId } from './sqlite-group.js';
+import { deepFreeze, timeOrderedId } from './sqlite-group.js';
 import { mergeAppends } from './kurrentdb-mapping.js';
 import { jsonbSafe, migrate, noNul, openClient, openPool, schemaName, type PgOptions } from '../postgres.js';
 import { channelOf, eventLogDdl } from './postgres-schema.js';
@@ -90,6 +90,8 @@ export class PostgresEventStore implements EventStore {
   private listening = false;
   private readonly sql;
   private readonly counts = { commits: 0, appends: 0 };
+  /** Page reads in flight by start position: subscriptions at the same place (most of them, at the head) share one query. */
+  private readonly pages = new Map<number, Promise<RecordedEvent[]>>();
 
   private constructor(
     private readonly url: string,
@@ -242,7 +244,7 @@ export class PostgresEventStore implements EventStore {
     this.listen();
     return pollingSubscription({
       after: options.after ?? 0,
-      readPage: (after) => this.readAll({ after, maxCount: PAGE }),
+      readPage: (after) => this.page(after),
       onAppend: (listener) => {
         this.emitter.on('append', listener);
         return () => this.emitter.off('append', listener);
@@ -250,6 +252,18 @@ export class PostgresEventStore implements EventStore {
       pollMs: this.options.pollMs ?? 1000,
       isClosed: () => this.closed,
     });
+  }
+
+  /** A subscription's page: read once for every subscription asking for it at the same time (the events are shared, frozen). */
+  private page(after: number): Promise<RecordedEvent[]> {
+    let p = this.pages.get(after);
+    if (!p) {
+      p = this.readAll({ after, maxCount: PAGE })
+        .then((events) => events.map(deepFreeze))
+        .finally(() => this.pages.delete(after));
+      this.pages.set(after, p);
+    }
+    return p;
   }
 
   /** One LISTEN connection, opened with the first subscription and opened again when lost. */
