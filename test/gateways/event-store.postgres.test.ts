@@ -126,10 +126,39 @@ describe.skipIf(!available)('PostgreSQL event store', () => {
     await store.close();
   });
 
+  it('stream reads asked in one turn (read together in one query) answer what each asked alone', async () => {
+    const store = await open();
+    for (let i = 0; i < 4; i++) await store.appendToStreams([0, 1, 2].map((k) => ({ streamId: `r-${k}`, events: [{ type: `E${i}`, data: { i, k } }], expectedRevision: 'any' as const })));
+    const asks: [string, { fromRevision?: number; maxCount?: number }][] = [
+      ['r-0', {}],
+      ['r-1', { fromRevision: 2 }],
+      ['r-2', { fromRevision: 1, maxCount: 2 }],
+      ['none', {}],
+      ['r-0', { fromRevision: 3, maxCount: 5 }],
+      ['r-1', { fromRevision: 9 }],
+    ];
+    const together = await Promise.all(asks.map(([s, o]) => store.readStream(s, o)));
+    const alone: unknown[] = [];
+    for (const [s, o] of asks) alone.push(await store.readStream(s, o));
+    expect(together).toEqual(alone);
+    expect(together.map((es) => es.map((e) => `${e.streamId}:${e.revision}`))).toEqual([
+      ['r-0:0', 'r-0:1', 'r-0:2', 'r-0:3'],
+      ['r-1:2', 'r-1:3'],
+      ['r-2:1', 'r-2:2'],
+      [],
+      ['r-0:3'],
+      [],
+    ]);
+    // Head reads at the same time share queries, and each answers at least what was stored before it was asked.
+    const heads = await Promise.all(Array.from({ length: 20 }, () => store.headPosition()));
+    expect(new Set(heads)).toEqual(new Set([12]));
+    await store.close();
+  });
+
   it('an append whose answer was lost is sent again and stored once', async () => {
     const store = await open();
-    // The next append's connection is cut after the server got it: the pool's first query fails as a lost answer would.
-    const pool = (store as unknown as { pool: import('pg').Pool }).pool;
+    // The next append's connection is cut after the server got it: the writer's first query fails as a lost answer would.
+    const pool = (store as unknown as { writer: import('pg').Pool }).writer;
     const query = pool.query.bind(pool);
     let cut = 1;
     (pool as { query: unknown }).query = async (...args: Parameters<typeof query>) => {

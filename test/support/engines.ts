@@ -37,6 +37,8 @@ export function engineMode(): EngineMode {
 
 /** True when the e2e suite runs on the engines: tests about the embedded SQLite files skip. */
 export const onEngines = engineMode() !== null;
+/** True on the KurrentDB and MongoDB doubles (not on PostgreSQL): tests those cannot serve skip. */
+export const onDoubles = engineMode() === 'doubles';
 
 export interface Engines {
   env: Record<string, string>;

@@ -92,10 +92,17 @@ export class PostgresEventStore implements EventStore {
   private readonly counts = { commits: 0, appends: 0 };
   /** Page reads in flight by start position: subscriptions at the same place (most of them, at the head) share one query. */
   private readonly pages = new Map<number, Promise<RecordedEvent[]>>();
+  /** Stream reads asked in this turn of the event loop, read together in one query (readStreams). */
+  private streamReads: { streamId: string; from: number; max: number | null; resolve: (e: RecordedEvent[]) => void; reject: (err: unknown) => void }[] = [];
+  /** The head query in flight, and the one callers that came after it was sent wait for. */
+  private headNow: Promise<number> | null = null;
+  private headNext: Promise<number> | null = null;
 
   private constructor(
     private readonly url: string,
     private readonly pool: pg.Pool,
+    /** The appends' own connection: a group never waits behind reads for one. */
+    private readonly writer: pg.Pool,
     private readonly schema: string,
     private readonly options: PostgresEventStoreOptions,
   ) {
@@ -104,6 +111,10 @@ export class PostgresEventStore implements EventStore {
     this.sql = {
       append: `SELECT ${s}.append_events($1::json) AS r`,
       readStream: `SELECT ${COLUMNS} FROM ${s}.events WHERE stream_id = $1 AND revision >= $2 ORDER BY revision LIMIT $3`,
+      readStreams: `SELECT q.n, ${COLUMNS.split(', ').map((c) => `e.${c}`).join(', ')}
+        FROM unnest($1::text[], $2::integer[], $3::integer[]) WITH ORDINALITY AS q(stream, from_rev, max, n)
+        CROSS JOIN LATERAL (SELECT * FROM ${s}.events WHERE stream_id = q.stream AND revision >= q.from_rev ORDER BY revision LIMIT q.max) e
+        ORDER BY q.n, e.revision`,
       readAll: `SELECT ${COLUMNS} FROM ${s}.events WHERE position > $1 ORDER BY position LIMIT $2`,
       head: `SELECT position FROM ${s}.log_head`,
     };
@@ -114,13 +125,15 @@ export class PostgresEventStore implements EventStore {
     const schema = schemaName(options.schema);
     if (schema.length > 50) throw new Error(`PostgreSQL schema name ${schema} is too long for its channel name`);
     const pool = openPool(url, options.max ?? 4);
+    const writer = openPool(url, 1);
     try {
       await migrate(pool, schema, eventLogDdl(schema));
     } catch (err) {
       await pool.end().catch(() => {});
+      await writer.end().catch(() => {});
       throw err;
     }
-    return new PostgresEventStore(url, pool, schema, options);
+    return new PostgresEventStore(url, pool, writer, schema, options);
   }
 
   async appendToStream(streamId: string, events: NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
@@ -146,6 +159,7 @@ export class PostgresEventStore implements EventStore {
     } catch (err) {
       return Promise.reject(err);
     }
+    if (merged.length === 0) return Promise.resolve([]);
     return new Promise<AppendResult[]>((resolve, reject) => {
       this.queue.push({
         appends: merged,
@@ -190,7 +204,7 @@ export class PostgresEventStore implements EventStore {
     const batch = jsonbSafe(JSON.stringify(group.map((p) => p.json)));
     for (let attempt = 1; ; attempt++) {
       try {
-        const r = await this.pool.query<{ r: Outcome[] }>({ name: `${this.schema}.append`, text: this.sql.append, values: [batch] });
+        const r = await this.writer.query<{ r: Outcome[] }>({ name: `${this.schema}.append`, text: this.sql.append, values: [batch] });
         return r.rows[0]!.r;
       } catch (err) {
         // A server error (an SQLSTATE) is an answer; anything else may have lost one: the ids make a resend safe.
@@ -218,14 +232,36 @@ export class PostgresEventStore implements EventStore {
     return { ...this.counts, syncs: this.counts.commits, decoded: 0 };
   }
 
-  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
-    this.assertOpen();
-    const r = await this.pool.query<Row>({
-      name: `${this.schema}.readStream`,
-      text: this.sql.readStream,
-      values: [noNul(streamId), options.fromRevision ?? 0, options.maxCount ?? null],
+  /** Reads asked in the same turn (each command loads its stream) go as one query, not one each. */
+  readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    if (this.closed) return Promise.reject(new Error('event store is closed'));
+    return new Promise((resolve, reject) => {
+      if (this.streamReads.length === 0) setImmediate(() => void this.readStreams());
+      this.streamReads.push({ streamId: noNul(streamId), from: options.fromRevision ?? 0, max: options.maxCount ?? null, resolve, reject });
     });
-    return r.rows.map(toRecorded);
+  }
+
+  private async readStreams(): Promise<void> {
+    const reads = this.streamReads;
+    this.streamReads = [];
+    try {
+      if (reads.length === 1) {
+        const [q] = reads;
+        const r = await this.pool.query<Row>({ name: `${this.schema}.readStream`, text: this.sql.readStream, values: [q!.streamId, q!.from, q!.max] });
+        q!.resolve(r.rows.map(toRecorded));
+        return;
+      }
+      const r = await this.pool.query<Row & { n: number }>({
+        name: `${this.schema}.readStreams`,
+        text: this.sql.readStreams,
+        values: [reads.map((q) => q.streamId), reads.map((q) => q.from), reads.map((q) => q.max)],
+      });
+      const out = reads.map((): RecordedEvent[] => []);
+      for (const row of r.rows) out[row.n - 1]!.push(toRecorded(row));
+      reads.forEach((q, i) => q.resolve(out[i]!));
+    } catch (err) {
+      for (const q of reads) q.reject(err);
+    }
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
@@ -234,8 +270,28 @@ export class PostgresEventStore implements EventStore {
     return r.rows.map(toRecorded);
   }
 
-  async headPosition(): Promise<number> {
-    this.assertOpen();
+  /**
+   * One query at a time: a caller that comes while one is in flight waits for the next, sent when that
+   * one is answered and shared by everyone who came meanwhile (its answer covers every append stored
+   * before they asked). Read-your-writes asks on every turn of the event loop.
+   */
+  headPosition(): Promise<number> {
+    if (this.closed) return Promise.reject(new Error('event store is closed'));
+    if (!this.headNow) {
+      this.headNow = this.queryHead().finally(() => (this.headNow = null));
+      return this.headNow;
+    }
+    this.headNext ??= this.headNow
+      .catch(() => {})
+      .then(() => {
+        this.headNext = null;
+        this.headNow = this.queryHead().finally(() => (this.headNow = null));
+        return this.headNow;
+      });
+    return this.headNext;
+  }
+
+  private async queryHead(): Promise<number> {
     const r = await this.pool.query<{ position: number }>({ name: `${this.schema}.head`, text: this.sql.head });
     return r.rows[0]?.position ?? 0;
   }
@@ -301,6 +357,7 @@ export class PostgresEventStore implements EventStore {
     const listener = this.listener;
     this.listener = null;
     await listener?.end().catch(() => {});
+    await this.writer.end();
     await this.pool.end();
   }
 

@@ -8,6 +8,8 @@
  * stored at a lower one, and its delete leaves a tombstone (expired at once, purged a day later): a
  * second projector on the same database (a standby's process) never applies an event twice.
  *
+ * Its connections commit with synchronous_commit off: see `open`.
+ *
  * Every find the queries make (mongodb-indexes.ts, FIND_SHAPES) has a partial expression index on
  * its collection: equality fields, then the sort field, then the id. Scalars are compared as jsonb,
  * so a number never equals its digit string and `true` never equals 1; ids sort bytewise (COLLATE "C").
@@ -121,7 +123,10 @@ export class PostgresReadStore implements ReadStore {
   /** Connects and creates the tables and the finds' indexes when missing. */
   static async open(url: string, options: PostgresReadStoreOptions = {}): Promise<PostgresReadStore> {
     const schema = schemaName(options.schema);
-    const pool = openPool(url, options.max ?? 6);
+    // Commits are not waited for to reach disk: documents and checkpoints still commit (or are lost) together,
+    // and a server crash that loses the last ones moves the checkpoints back with them: the projector applies
+    // those events again from the log (as the embedded read store's synchronous=NORMAL). The event log waits.
+    const pool = openPool(url, options.max ?? 6, { synchronous_commit: 'off' });
     try {
       await migrate(pool, schema, ddl(schema, options.shapes ?? FIND_SHAPES));
     } catch (err) {
