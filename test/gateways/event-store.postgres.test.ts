@@ -92,6 +92,25 @@ describe.skipIf(!available)('PostgreSQL event store', () => {
     await writer.close();
   });
 
+  it('a commit whose notification never came is found by the LISTEN connection\'s heartbeat', async () => {
+    const schema = freshSchema();
+    const reader = await open(schema, { pollMs: 600_000 });
+    const sub = reader.subscribeToAll();
+    const it = sub[Symbol.asyncIterator]();
+    await reader.appendToStream('seen', [{ type: 'Seen', data: {} }]);
+    expect((await take(it, 1)).map((e) => e.type)).toEqual(['Seen']);
+    // A writer that stores an event as append_events would, minus the NOTIFY (a notification lost).
+    await onServer(async (c) => {
+      await c.query('BEGIN');
+      await c.query(`INSERT INTO ${schema}.events (position, id, stream_id, revision, type, data, metadata, time) VALUES (2, 'quiet-1', 'quiet', 0, 'Quiet', '{}', NULL, 1)`);
+      await c.query(`UPDATE ${schema}.log_head SET position = 2`);
+      await c.query('COMMIT');
+    });
+    expect((await take(it, 1, 15_000)).map((e) => e.type)).toEqual(['Quiet']);
+    sub.close();
+    await reader.close();
+  });
+
   it('appends of one turn are stored as one group, each command checked on its own', async () => {
     const store = await open();
     await store.appendToStream('g', [{ type: 'G0', data: {} }]);
@@ -124,6 +143,35 @@ describe.skipIf(!available)('PostgreSQL event store', () => {
     expect((await store.readStream('z'))[0]!.data).toEqual({ text: 'nul \ufffd inside' });
     expect(await store.readStream('w')).toEqual([]);
     await store.close();
+  });
+
+  it("a subscription reads this process's own appends from memory, the same events as the server holds, and another process's in between from the server", async () => {
+    const schema = freshSchema();
+    const a = await open(schema);
+    const b = await open(schema);
+    const sub = a.subscribeToAll();
+    const it = sub[Symbol.asyncIterator]();
+    const got = take(it, 12);
+    for (let i = 0; i < 4; i++) {
+      await a.appendToStreams([
+        { streamId: `a-${i % 2}`, events: [{ type: 'A', data: { i, when: new Date(0), gone: undefined }, metadata: { by: 'a' } }], expectedRevision: 'any' },
+        { streamId: 'shared', events: [{ type: 'S', data: { i } }], expectedRevision: 'any' },
+      ]);
+      await b.appendToStream('shared', [{ type: 'B', data: { i } }]);
+    }
+    // A retry that is partly stored already: the tail cannot know which were new, and starts over.
+    await a.appendToStream('partly', [{ type: 'P', data: {}, id: 'p-1' }]);
+    await a.appendToStream('partly', [{ type: 'P', data: {}, id: 'p-1' }, { type: 'P', data: {}, id: 'p-2' }]);
+    const events = await got;
+    expect(events.map((e) => e.position)).toEqual(Array.from({ length: 14 }, (_, k) => k + 1).slice(0, 12));
+    expect(events).toEqual((await a.readAll()).slice(0, 12));
+    expect(events[0]!.data).toEqual({ i: 0, when: '1970-01-01T00:00:00.000Z' });
+    expect(Object.isFrozen(events[0]!.data)).toBe(true);
+    const rest = await take(it, 2);
+    expect(rest).toEqual((await a.readAll()).slice(12));
+    sub.close();
+    await a.close();
+    await b.close();
   });
 
   it('stream reads asked in one turn (read together in one query) answer what each asked alone', async () => {

@@ -52,7 +52,22 @@ interface Row {
   time: number;
 }
 
-type Outcome = { ok: [number, number][] } | { conflict: number; actual: number } | { dup: number; stream: string };
+type Outcome = { ok: [number, number, number][] } | { conflict: number; actual: number } | { dup: number; stream: string };
+
+interface Sent {
+  /** The log's head before the group. */
+  start: number;
+  outcomes: Outcome[];
+}
+
+/** An event as sent to the server (and, parsed back, as the server stores it). */
+interface SentEvent {
+  i: string;
+  y: string;
+  d: unknown;
+  m: Record<string, unknown> | null;
+}
+type SentAppend = { s: string; t: number; ev: SentEvent[] };
 
 interface Pending {
   appends: StreamAppend[];
@@ -65,6 +80,10 @@ interface Pending {
 const MAX_GROUP = 256;
 /** Events a subscription reads a page. */
 const PAGE = 500;
+/** How often the LISTEN connection is checked (see `listen`). */
+const HEARTBEAT_MS = 2000;
+/** Events of this process's last groups kept for its subscriptions (see `remember`). */
+const TAIL = 4096;
 /** Sends of a group whose outcome was unknown (a lost connection) before its callers are failed. */
 const ATTEMPTS = 3;
 
@@ -90,6 +109,19 @@ export class PostgresEventStore implements EventStore {
   private listening = false;
   private readonly sql;
   private readonly counts = { commits: 0, appends: 0 };
+  /**
+   * The events of this process's last groups, as stored, at positions tailFrom+1 .. tailFrom+tail.length
+   * with none missing: a subscription woken by this process's own commit reads them here, not from the server.
+   */
+  private tail: RecordedEvent[] = [];
+  private tailFrom = 0;
+  /**
+   * While the LISTEN connection is up: the highest head any commit announced since it came up (or the
+   * head read then). A subscription at or past it and past the tail has nothing to read: any later
+   * commit will notify and wake it, so it waits without asking the server.
+   */
+  private notified = 0;
+  private listenerUp = false;
   /** Page reads in flight by start position: subscriptions at the same place (most of them, at the head) share one query. */
   private readonly pages = new Map<number, Promise<RecordedEvent[]>>();
   /** Stream reads asked in this turn of the event loop, read together in one query (readStreams). */
@@ -180,18 +212,20 @@ export class PostgresEventStore implements EventStore {
     try {
       while (this.queue.length > 0) {
         const group = this.queue.splice(0, MAX_GROUP);
-        let outcomes: Outcome[] | null = null;
+        let sent: Sent & { batch: string };
         try {
-          outcomes = await this.send(group);
+          sent = await this.send(group);
         } catch (err) {
           if (group.length === 1) group[0]!.reject(err);
           // One command the server refuses (a value it cannot store) fails the group: each alone, so it fails alone.
-          else for (const p of group) await this.send([p]).then((o) => this.settle(p, o[0]!), p.reject);
+          else for (const p of group) await this.send([p]).then((o) => this.settle(p, o.outcomes[0]!), p.reject);
+          this.tail = [];
           continue;
         }
         this.counts.commits++;
         this.counts.appends += group.length;
-        group.forEach((p, i) => this.settle(p, outcomes![i]!));
+        this.remember(sent);
+        group.forEach((p, i) => this.settle(p, sent.outcomes[i]!));
         this.emitter.emit('append');
       }
     } finally {
@@ -199,13 +233,48 @@ export class PostgresEventStore implements EventStore {
     }
   }
 
-  private async send(group: Pending[]): Promise<Outcome[]> {
+  /**
+   * Keeps the group's stored events for this process's subscriptions when it knows them all: every
+   * position from the group's start to its last, and each append stored whole or not at all (an
+   * append partly stored before, a retry, leaves the events unknown: the tail starts over).
+   */
+  private remember(sent: Sent & { batch: string }) {
+    const stored: RecordedEvent[] = [];
+    let whole = true;
+    const commands = JSON.parse(sent.batch) as SentAppend[][];
+    for (let c = 0; c < commands.length; c++) {
+      const o = sent.outcomes[c]!;
+      if (!('ok' in o)) continue;
+      commands[c]!.forEach((a, i) => {
+        const [revision, position, fresh] = o.ok[i]!;
+        if (fresh === 0) return;
+        if (fresh !== a.ev.length) whole = false;
+        else a.ev.forEach((e, k) => stored.push(deepFreeze({ id: e.i, streamId: a.s, revision: revision - fresh + 1 + k, position: position - fresh + 1 + k, type: e.y, data: e.d, metadata: e.m ?? {}, time: a.t })));
+      });
+    }
+    const known = whole && stored.every((e, k) => e.position === sent.start + 1 + k);
+    if (!known) {
+      this.tail = [];
+    } else if (sent.start === this.tailFrom + this.tail.length) {
+      this.tail.push(...stored);
+    } else {
+      this.tail = stored;
+      this.tailFrom = sent.start;
+    }
+    if (this.tail.length > TAIL) {
+      const drop = this.tail.length - TAIL;
+      this.tail.splice(0, drop);
+      this.tailFrom += drop;
+    }
+  }
+
+  private async send(group: Pending[]): Promise<Sent & { batch: string }> {
     // PostgreSQL's JSON functions refuse the NUL character: stored as U+FFFD.
     const batch = jsonbSafe(JSON.stringify(group.map((p) => p.json)));
     for (let attempt = 1; ; attempt++) {
       try {
-        const r = await this.writer.query<{ r: Outcome[] }>({ name: `${this.schema}.append`, text: this.sql.append, values: [batch] });
-        return r.rows[0]!.r;
+        const r = await this.writer.query<{ r: Sent }>({ name: `${this.schema}.append`, text: this.sql.append, values: [batch] });
+        return { ...r.rows[0]!.r, batch };
       } catch (err) {
         // A server error (an SQLSTATE) is an answer; anything else may have lost one: the ids make a resend safe.
         if ((err as { code?: unknown }).code !== undefined && /^[0-9A-Z]{5}$/.test(String((err as { code: unknown }).code))) throw err;
@@ -312,6 +381,9 @@ export class PostgresEventStore implements EventStore {
 
   /** A subscription's page: read once for every subscription asking for it at the same time (the events are shared, frozen). */
   private page(after: number): Promise<RecordedEvent[]> {
+    const end = this.tailFrom + this.tail.length;
+    if (after >= this.tailFrom && after < end) return Promise.resolve(this.tail.slice(after - this.tailFrom, after - this.tailFrom + PAGE));
+    if (this.listenerUp && after >= end && after >= this.notified) return Promise.resolve([]);
     let p = this.pages.get(after);
     if (!p) {
       p = this.readAll({ after, maxCount: PAGE })
@@ -328,10 +400,13 @@ export class PostgresEventStore implements EventStore {
     this.listening = true;
     const client = openClient(this.url);
     this.listener = client;
+    let beat: NodeJS.Timeout | undefined;
     const lost = () => {
+      clearInterval(beat);
       if (this.listener !== client) return;
       this.listener = null;
       this.listening = false;
+      this.listenerUp = false;
       void client.end().catch(() => {});
       if (this.closed) return;
       // Whatever was appended while no one listened is found by the next read.
@@ -341,11 +416,39 @@ export class PostgresEventStore implements EventStore {
     };
     client.on('error', lost);
     client.on('end', lost);
-    client.on('notification', () => this.emitter.emit('append'));
+    // This process's own commits come back as notifications too: those it already announced wake no one.
+    client.on('notification', (n) => {
+      const head = Number(n.payload);
+      if (head > this.notified) this.notified = head;
+      if (head > this.tailFrom + this.tail.length) this.emitter.emit('append');
+    });
     client
       .connect()
       .then(() => client.query(`LISTEN ${channelOf(this.schema)}`))
-      .then(() => this.emitter.emit('append'), lost);
+      // Listening: every later commit notifies; what came before is up to the head read now.
+      .then(() => this.queryHead())
+      .then((head) => {
+        if (this.listener !== client) return;
+        if (head > this.notified) this.notified = head;
+        this.listenerUp = true;
+        this.emitter.emit('append');
+        // A connection can die without a word (a half-open TCP link): the head is asked on it every
+        // HEARTBEAT_MS, which also catches any commit whose notification never came; no answer: lost.
+        beat = setInterval(() => {
+          let timer: NodeJS.Timeout | undefined;
+          Promise.race([
+            client.query<{ position: number }>(this.sql.head),
+            new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no answer')), HEARTBEAT_MS * 2))),
+          ])
+            .then((r) => {
+              const h = r.rows[0]?.position ?? 0;
+              if (h > this.notified) this.notified = h;
+              if (h > this.tailFrom + this.tail.length) this.emitter.emit('append');
+            }, lost)
+            .finally(() => clearTimeout(timer));
+        }, HEARTBEAT_MS);
+        beat.unref?.();
+      }, lost);
   }
 
   async close(): Promise<void> {
@@ -356,6 +459,7 @@ export class PostgresEventStore implements EventStore {
     this.emitter.emit('append');
     const listener = this.listener;
     this.listener = null;
+    this.listenerUp = false;
     await listener?.end().catch(() => {});
     await this.writer.end();
     await this.pool.end();
