@@ -30,8 +30,9 @@ import {
 } from './port.js';
 import { pollingSubscription } from './subscription.js';
 import { deepFreeze, timeOrderedId } from './sqlite-group.js';
+import { LogListener, OwnTail, type Outcome, type Sent } from './postgres-tail.js';
 import { mergeAppends } from './kurrentdb-mapping.js';
-import { jsonbSafe, migrate, noNul, openClient, openPool, schemaName, type PgOptions } from '../postgres.js';
+import { jsonbSafe, migrate, noNul, openPool, schemaName, type PgOptions } from '../postgres.js';
 import { channelOf, eventLogDdl } from './postgres-schema.js';
 
 export interface PostgresEventStoreOptions extends PgOptions {
@@ -52,22 +53,6 @@ interface Row {
   time: number;
 }
 
-type Outcome = { ok: [number, number, number][] } | { conflict: number; actual: number } | { dup: number; stream: string };
-
-interface Sent {
-  /** The log's head before the group. */
-  start: number;
-  outcomes: Outcome[];
-}
-
-/** An event as sent to the server (and, parsed back, as the server stores it). */
-interface SentEvent {
-  i: string;
-  y: string;
-  d: unknown;
-  m: Record<string, unknown> | null;
-}
-type SentAppend = { s: string; t: number; ev: SentEvent[] };
 
 interface Pending {
   appends: StreamAppend[];
@@ -80,10 +65,6 @@ interface Pending {
 const MAX_GROUP = 256;
 /** Events a subscription reads a page. */
 const PAGE = 500;
-/** How often the LISTEN connection is checked (see `listen`). */
-const HEARTBEAT_MS = 2000;
-/** Events of this process's last groups kept for its subscriptions (see `remember`). */
-const TAIL = 4096;
 /** Sends of a group whose outcome was unknown (a lost connection) before its callers are failed. */
 const ATTEMPTS = 3;
 
@@ -105,23 +86,11 @@ export class PostgresEventStore implements EventStore {
   private queue: Pending[] = [];
   private writing = false;
   private closed = false;
-  private listener: pg.Client | null = null;
-  private listening = false;
+  private readonly listener: LogListener;
   private readonly sql;
   private readonly counts = { commits: 0, appends: 0 };
-  /**
-   * The events of this process's last groups, as stored, at positions tailFrom+1 .. tailFrom+tail.length
-   * with none missing: a subscription woken by this process's own commit reads them here, not from the server.
-   */
-  private tail: RecordedEvent[] = [];
-  private tailFrom = 0;
-  /**
-   * While the LISTEN connection is up: the highest head any commit announced since it came up (or the
-   * head read then). A subscription at or past it and past the tail has nothing to read: any later
-   * commit will notify and wake it, so it waits without asking the server.
-   */
-  private notified = 0;
-  private listenerUp = false;
+  /** This process's last groups' events: a subscription woken by its own commit reads them here. */
+  private readonly tail = new OwnTail();
   /** Page reads in flight by start position: subscriptions at the same place (most of them, at the head) share one query. */
   private readonly pages = new Map<number, Promise<RecordedEvent[]>>();
   /** Stream reads asked in this turn of the event loop, read together in one query (readStreams). */
@@ -139,6 +108,10 @@ export class PostgresEventStore implements EventStore {
     private readonly options: PostgresEventStoreOptions,
   ) {
     this.emitter.setMaxListeners(0);
+    // Notifications of this process's own commits (already announced) wake no one.
+    this.listener = new LogListener(url, channelOf(schema), (client) => this.queryHead(client), (head) => {
+      if (head === null || head > this.tail.end) this.emitter.emit('append');
+    });
     const s = schema;
     this.sql = {
       append: `SELECT ${s}.append_events($1::json) AS r`,
@@ -212,19 +185,19 @@ export class PostgresEventStore implements EventStore {
     try {
       while (this.queue.length > 0) {
         const group = this.queue.splice(0, MAX_GROUP);
-        let sent: Sent & { batch: string };
+        let sent: Sent;
         try {
           sent = await this.send(group);
         } catch (err) {
           if (group.length === 1) group[0]!.reject(err);
           // One command the server refuses (a value it cannot store) fails the group: each alone, so it fails alone.
           else for (const p of group) await this.send([p]).then((o) => this.settle(p, o.outcomes[0]!), p.reject);
-          this.tail = [];
+          this.tail.clear();
           continue;
         }
         this.counts.commits++;
         this.counts.appends += group.length;
-        this.remember(sent);
+        this.tail.remember(sent);
         group.forEach((p, i) => this.settle(p, sent.outcomes[i]!));
         this.emitter.emit('append');
       }
@@ -233,47 +206,12 @@ export class PostgresEventStore implements EventStore {
     }
   }
 
-  /**
-   * Keeps the group's stored events for this process's subscriptions when it knows them all: every
-   * position from the group's start to its last, and each append stored whole or not at all (an
-   * append partly stored before, a retry, leaves the events unknown: the tail starts over).
-   */
-  private remember(sent: Sent & { batch: string }) {
-    const stored: RecordedEvent[] = [];
-    let whole = true;
-    const commands = JSON.parse(sent.batch) as SentAppend[][];
-    for (let c = 0; c < commands.length; c++) {
-      const o = sent.outcomes[c]!;
-      if (!('ok' in o)) continue;
-      commands[c]!.forEach((a, i) => {
-        const [revision, position, fresh] = o.ok[i]!;
-        if (fresh === 0) return;
-        if (fresh !== a.ev.length) whole = false;
-        else a.ev.forEach((e, k) => stored.push(deepFreeze({ id: e.i, streamId: a.s, revision: revision - fresh + 1 + k, position: position - fresh + 1 + k, type: e.y, data: e.d, metadata: e.m ?? {}, time: a.t })));
-      });
-    }
-    const known = whole && stored.every((e, k) => e.position === sent.start + 1 + k);
-    if (!known) {
-      this.tail = [];
-    } else if (sent.start === this.tailFrom + this.tail.length) {
-      this.tail.push(...stored);
-    } else {
-      this.tail = stored;
-      this.tailFrom = sent.start;
-    }
-    if (this.tail.length > TAIL) {
-      const drop = this.tail.length - TAIL;
-      this.tail.splice(0, drop);
-      this.tailFrom += drop;
-    }
-  }
-
-  private async send(group: Pending[]): Promise<Sent & { batch: string }> {
+  private async send(group: Pending[]): Promise<Sent> {
     // PostgreSQL's JSON functions refuse the NUL character: stored as U+FFFD.
     const batch = jsonbSafe(JSON.stringify(group.map((p) => p.json)));
     for (let attempt = 1; ; attempt++) {
       try {
-        const r = await this.writer.query<{ r: Sent }>({ name: `${this.schema}.append`, text: this.sql.append, values: [batch] });
+        const r = await this.writer.query<{ r: Omit<Sent, 'batch'> }>({ name: `${this.schema}.append`, text: this.sql.append, values: [batch] });
         return { ...r.rows[0]!.r, batch };
       } catch (err) {
         // A server error (an SQLSTATE) is an answer; anything else may have lost one: the ids make a resend safe.
@@ -360,13 +298,14 @@ export class PostgresEventStore implements EventStore {
     return this.headNext;
   }
 
-  private async queryHead(): Promise<number> {
-    const r = await this.pool.query<{ position: number }>({ name: `${this.schema}.head`, text: this.sql.head });
+  /** The head, from the pool or (the listener's heartbeat) on a given connection. */
+  private async queryHead(client?: pg.Client): Promise<number> {
+    const r = await (client ?? this.pool).query<{ position: number }>({ name: `${this.schema}.head`, text: this.sql.head });
     return r.rows[0]?.position ?? 0;
   }
 
   subscribeToAll(options: { after?: number } = {}): Subscription {
-    this.listen();
+    this.listener.start();
     return pollingSubscription({
       after: options.after ?? 0,
       readPage: (after) => this.page(after),
@@ -381,9 +320,10 @@ export class PostgresEventStore implements EventStore {
 
   /** A subscription's page: read once for every subscription asking for it at the same time (the events are shared, frozen). */
   private page(after: number): Promise<RecordedEvent[]> {
-    const end = this.tailFrom + this.tail.length;
-    if (after >= this.tailFrom && after < end) return Promise.resolve(this.tail.slice(after - this.tailFrom, after - this.tailFrom + PAGE));
-    if (this.listenerUp && after >= end && after >= this.notified) return Promise.resolve([]);
+    const own = this.tail.read(after, PAGE);
+    if (own) return Promise.resolve(own);
+    // Nothing newer announced while the listener is up: any later commit will notify and wake it.
+    if (this.listener.up && after >= this.tail.end && after >= this.listener.notified) return Promise.resolve([]);
     let p = this.pages.get(after);
     if (!p) {
       p = this.readAll({ after, maxCount: PAGE })
@@ -394,73 +334,13 @@ export class PostgresEventStore implements EventStore {
     return p;
   }
 
-  /** One LISTEN connection, opened with the first subscription and opened again when lost. */
-  private listen(delay = 100) {
-    if (this.listening || this.closed) return;
-    this.listening = true;
-    const client = openClient(this.url);
-    this.listener = client;
-    let beat: NodeJS.Timeout | undefined;
-    const lost = () => {
-      clearInterval(beat);
-      if (this.listener !== client) return;
-      this.listener = null;
-      this.listening = false;
-      this.listenerUp = false;
-      void client.end().catch(() => {});
-      if (this.closed) return;
-      // Whatever was appended while no one listened is found by the next read.
-      this.emitter.emit('append');
-      const t = setTimeout(() => this.listen(Math.min(delay * 2, 5000)), delay);
-      t.unref?.();
-    };
-    client.on('error', lost);
-    client.on('end', lost);
-    // This process's own commits come back as notifications too: those it already announced wake no one.
-    client.on('notification', (n) => {
-      const head = Number(n.payload);
-      if (head > this.notified) this.notified = head;
-      if (head > this.tailFrom + this.tail.length) this.emitter.emit('append');
-    });
-    client
-      .connect()
-      .then(() => client.query(`LISTEN ${channelOf(this.schema)}`))
-      // Listening: every later commit notifies; what came before is up to the head read now.
-      .then(() => this.queryHead())
-      .then((head) => {
-        if (this.listener !== client) return;
-        if (head > this.notified) this.notified = head;
-        this.listenerUp = true;
-        this.emitter.emit('append');
-        // A connection can die without a word (a half-open TCP link): the head is asked on it every
-        // HEARTBEAT_MS, which also catches any commit whose notification never came; no answer: lost.
-        beat = setInterval(() => {
-          let timer: NodeJS.Timeout | undefined;
-          Promise.race([
-            client.query<{ position: number }>(this.sql.head),
-            new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no answer')), HEARTBEAT_MS * 2))),
-          ])
-            .then((r) => {
-              const h = r.rows[0]?.position ?? 0;
-              if (h > this.notified) this.notified = h;
-              if (h > this.tailFrom + this.tail.length) this.emitter.emit('append');
-            }, lost)
-            .finally(() => clearTimeout(timer));
-        }, HEARTBEAT_MS);
-        beat.unref?.();
-      }, lost);
-  }
-
   async close(): Promise<void> {
     if (this.closed) return;
     // Appends already taken are stored (and answered) first.
     while (this.writing) await new Promise((r) => setTimeout(r, 5));
     this.closed = true;
     this.emitter.emit('append');
-    const listener = this.listener;
-    this.listener = null;
-    this.listenerUp = false;
-    await listener?.end().catch(() => {});
+    await this.listener.close();
     await this.writer.end();
     await this.pool.end();
   }
