@@ -61,6 +61,8 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
+/** Groups sent at once (each on a connection of its own; the server stores them one after the other). */
+const WRITERS = 2;
 /** Commands one group stores at most. */
 const MAX_GROUP = 256;
 /** Events a subscription reads a page. */
@@ -84,7 +86,9 @@ const toRecorded = (r: Row): RecordedEvent => ({
 export class PostgresEventStore implements EventStore {
   private readonly emitter = new EventEmitter();
   private queue: Pending[] = [];
-  private writing = false;
+  /** Groups being stored (at most WRITERS), and whether one is about to start. */
+  private drainers = 0;
+  private scheduled = false;
   private closed = false;
   private readonly listener: LogListener;
   private readonly sql;
@@ -130,7 +134,7 @@ export class PostgresEventStore implements EventStore {
     const schema = schemaName(options.schema);
     if (schema.length > 50) throw new Error(`PostgreSQL schema name ${schema} is too long for its channel name`);
     const pool = openPool(url, options.max ?? 4);
-    const writer = openPool(url, 1);
+    const writer = openPool(url, WRITERS);
     try {
       await migrate(pool, schema, eventLogDdl(schema));
     } catch (err) {
@@ -172,15 +176,21 @@ export class PostgresEventStore implements EventStore {
         resolve: (results) => resolve(appends.map((a) => results[merged.findIndex((m) => m.streamId === a.streamId)]!)),
         reject,
       });
-      if (!this.writing) {
-        this.writing = true;
-        // The rest of this turn's appends join the group.
-        setImmediate(() => void this.drain());
+      // A second group goes out while the first is stored: it waits for the log's lock on the server,
+      // already sent and planned-for, and takes it as soon as the first commits (its sync overlaps the
+      // second's round trip). The rest of this turn's appends join the group.
+      if (!this.scheduled && this.drainers < WRITERS) {
+        this.scheduled = true;
+        this.drainers++;
+        setImmediate(() => {
+          this.scheduled = false;
+          void this.drain();
+        });
       }
     });
   }
 
-  /** Stores groups until none waits: each group is what arrived while the one before was stored. */
+  /** Stores groups until none waits: each group is what arrived while the ones before were being stored. */
   private async drain(): Promise<void> {
     try {
       while (this.queue.length > 0) {
@@ -202,7 +212,7 @@ export class PostgresEventStore implements EventStore {
         this.emitter.emit('append');
       }
     } finally {
-      this.writing = false;
+      this.drainers--;
     }
   }
 
@@ -337,7 +347,7 @@ export class PostgresEventStore implements EventStore {
   async close(): Promise<void> {
     if (this.closed) return;
     // Appends already taken are stored (and answered) first.
-    while (this.writing) await new Promise((r) => setTimeout(r, 5));
+    while (this.drainers > 0) await new Promise((r) => setTimeout(r, 5));
     this.closed = true;
     this.emitter.emit('append');
     await this.listener.close();
