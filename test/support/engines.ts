@@ -24,6 +24,7 @@ import { dropRedisKeys } from './redis-keys.js';
 import { KurrentDbDouble } from './kurrentdb-double.js';
 import { MongoDouble } from './mongo-double/server.js';
 import { createDatabase, dropDatabase } from './postgres.js';
+import { RUN_PREFIX } from './postgres-global.js';
 import { PostgresEventStore } from '../../src/gateways/event-store/postgres.js';
 
 export type EngineMode = 'doubles' | 'postgres' | null;
@@ -92,7 +93,8 @@ async function withRedis(env: Record<string, string>, options: { redis?: boolean
 }
 
 async function postgresFor(dataDir: string, options: { redis?: boolean }): Promise<Engines> {
-  const db = await createDatabase('ct_e2e');
+  // Named after the run (the forks' parent): the run's teardown drops any a test left (postgres-global.ts).
+  const db = await createDatabase(RUN_PREFIX(process.ppid).slice(0, -1));
   const env: Record<string, string> = { DATABASE_URL: db.url };
   const { redisPrefix, dropRedis } = await withRedis(env, options);
   const engines: Engines = {
