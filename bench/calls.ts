@@ -34,7 +34,7 @@ export interface CallsBenchResult {
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 
-export async function benchCalls(options: { calls?: number; warmup?: number; inFlight?: number; window?: WindowHooks } = {}): Promise<CallsBenchResult> {
+export async function benchCalls(options: { calls?: number; warmup?: number; inFlight?: number; window?: WindowHooks; databaseUrl?: string } = {}): Promise<CallsBenchResult> {
   const total = options.calls ?? 2000;
   const warmup = options.warmup ?? 400;
   const inFlight = options.inFlight ?? 20;
@@ -49,6 +49,7 @@ export async function benchCalls(options: { calls?: number; warmup?: number; inF
     LOG_LEVEL: 'silent',
     SIM_ANSWER_MS: '0',
     SIM_TALK_MS: '1',
+    DATABASE_URL: options.databaseUrl,
   });
   const platform = await createPlatform(config, { logger: pino({ level: 'silent' }) });
   try {

@@ -16,7 +16,8 @@
  * BENCH_CALLS (2000) and BENCH_CALLS_WARMUP (400) for the calls suite, BENCH_DIALER_CONCURRENT (4) for the dialer suite, BENCH_WEBHOOKS (5000) and
  * BENCH_WEBHOOKS_WARMUP (1000,10000: a round measured after each count of deliveries) for the webhooks suite, BENCH_REDIS_URL (the webhooks suite again with
  * the job queue on BullMQ at that Redis), BENCH_REPLAY_EVENTS (1000000) and BENCH_EXPORT_CALLS (100000) for the replay suite,
- * BENCH_CPU_PROFILE=dir (a CPU profile of the servers per HTTP scenario, and of the calls and webhooks
+ * BENCH_DATABASE_URL (a PostgreSQL server: the http, calls and webhooks suites run again with DATABASE_URL
+ * on a database of their own, created and dropped by the run), BENCH_CPU_PROFILE=dir (a CPU profile of the servers per HTTP scenario, and of the calls and webhooks
  * suites whole).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -39,6 +40,7 @@ import { benchHistory, type HistoryBenchResult } from './history.js';
 import { applyProvisioning } from '../src/commands/provisioning/provision.js';
 import { benchReplay } from './replay.js';
 import { benchSip } from './sip.js';
+import { withDatabase } from './postgres.js';
 
 /** The contract's example document (CONTRACT section 3). */
 const EXAMPLE_DOCUMENT = path.resolve(import.meta.dirname, '../../examples/provisioning.json');
@@ -65,8 +67,28 @@ const fiftyDocument = {
   users: [{ id: 9201, username: 'bench-admin', password: 'bench-admin-password', admin: true, services: [FIFTY_SVC] }],
 };
 
-/** Figures of issue 11's table, filled in by the suites as they run, printed at the end. */
-const figures: { bare?: number; rps: Record<string, number>; history?: HistoryBenchResult; calls?: number; webhooks?: { after: number; perSecond: number }[] } = { rps: {} };
+interface Figures {
+  bare?: number;
+  rps: Record<string, number>;
+  history?: HistoryBenchResult;
+  calls?: number;
+  webhooks?: { after: number; perSecond: number }[];
+}
+/** Figures of issue 11's table, filled in by the suites as they run, printed at the end; `pg`: the same on PostgreSQL. */
+const figures: Figures & { pg?: Figures } = { rps: {} };
+/** Where a suite's figures go: the embedded run's, or (with a database URL) PostgreSQL's. */
+const figuresFor = (databaseUrl?: string): Figures => (databaseUrl ? (figures.pg ??= { rps: {} }) : figures);
+
+/** The suite on the embedded stores, then (BENCH_DATABASE_URL) again on a PostgreSQL database of its own. */
+async function alsoOnPostgres(run: (databaseUrl?: string) => Promise<string>): Promise<string> {
+  const report = await run();
+  const server = process.env.BENCH_DATABASE_URL?.trim();
+  if (!server) return report;
+  return `${report}
+-- on PostgreSQL (DATABASE_URL, a database of its own)
+
+${await withDatabase(server, (url) => run(url))}`;
+}
 
 /** Which server a scenario loads. */
 type Server = 'bare' | 'platform';
@@ -154,7 +176,7 @@ interface Started {
   stats?: () => ReturnType<typeof storeStats>;
 }
 
-async function startPlatform(): Promise<Started> {
+async function startPlatform(databaseUrl?: string): Promise<Started> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ct-bench-'));
   const provisionFile = EXAMPLE_DOCUMENT;
   const config = loadConfig({
@@ -167,6 +189,7 @@ async function startPlatform(): Promise<Started> {
     PROVISION_FILE: provisionFile,
     RATE_LIMIT_RPS: '0',
     LOG_LEVEL: 'silent',
+    DATABASE_URL: databaseUrl,
   });
   const platform = await createPlatform(config, { logger: pino({ level: 'silent' }) });
   const { httpUrl } = await platform.start();
@@ -211,7 +234,7 @@ async function profiled<T>(name: string, run: () => Promise<T>): Promise<T> {
 }
 
 /** The HTTP suite: every scenario against its server, one table. */
-async function httpSuite(): Promise<string> {
+async function httpSuite(databaseUrl?: string): Promise<string> {
   const durationMs = envInt('BENCH_DURATION_S', 5) * 1000;
   const warmupMs = envInt('BENCH_WARMUP_S', 1) * 1000;
   const connections = envInt('BENCH_CONNECTIONS', 50);
@@ -222,7 +245,7 @@ async function httpSuite(): Promise<string> {
   const results: Array<{ scenario: Scenario; result: LoadResult; work: string }> = [];
   try {
     servers.bare = await startBare();
-    servers.platform = await startPlatform();
+    servers.platform = await startPlatform(databaseUrl);
     process.stdout.write(`${connections} connections, ${durationMs / 1000} s per scenario (+${warmupMs / 1000} s warm-up)\n`);
     for (const scenario of chosen) {
       const target: LoadTarget = {
@@ -257,8 +280,9 @@ async function httpSuite(): Promise<string> {
   }
 
   const baseline = results[0]!.result;
-  figures.bare = baseline.rps;
-  for (const { scenario, result } of results) if (result.errors === 0 && (result.statuses['2xx'] ?? 0) === result.requests) figures.rps[scenario.name] = result.rps;
+  const into = figuresFor(databaseUrl);
+  into.bare = baseline.rps;
+  for (const { scenario, result } of results) if (result.errors === 0 && (result.statuses['2xx'] ?? 0) === result.requests) into.rps[scenario.name] = result.rps;
   const rows = [['scenario', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'vs baseline']];
   for (const { scenario, result } of results) {
     const non2xx = result.requests - (result.statuses['2xx'] ?? 0);
@@ -300,7 +324,7 @@ const workLine = (w: WorkCounts) =>
   `${w.httpRequests ? `; ${f2(w.httpRequests)} HTTP requests` : ''}; ${cpuLine(w)}`;
 
 const suites: Suite[] = [
-  { name: 'http', run: httpSuite },
+  { name: 'http', run: () => alsoOnPostgres(httpSuite) },
   {
     // Complete calls over SIP with SIPp as the carrier (issue 31); BENCH_SIP_RATES, BENCH_SIP_SECONDS.
     name: 'sip',
@@ -329,14 +353,14 @@ const suites: Suite[] = [
   },
   {
     name: 'calls',
-    run: async () => {
-      const r = await benchCalls({ calls: envInt('BENCH_CALLS', 2000), warmup: envInt('BENCH_CALLS_WARMUP', 400), inFlight: 20 });
-      figures.calls = r.callsPerSecond;
+    run: () => alsoOnPostgres(async (databaseUrl) => {
+      const r = await benchCalls({ calls: envInt('BENCH_CALLS', 2000), warmup: envInt('BENCH_CALLS_WARMUP', 400), inFlight: 20, databaseUrl });
+      figuresFor(databaseUrl).calls = r.callsPerSecond;
       return `${table([
         ['complete simulated calls', 'calls', 'answered', 'seconds', 'calls/s', 'p50 ms', 'p99 ms'],
         ['POST /calls -> rung, answered, bridged, hung up, recorded', fmt(r.calls), fmt(r.answered), f1(r.seconds), f1(r.callsPerSecond), f1(r.p50Ms), f1(r.p99Ms)],
       ])}\n  20 calls at once, one free agent each, after ${fmt(envInt('BENCH_CALLS_WARMUP', 400))} warm-up calls; latency from the POST to CallEnded; the client in a worker thread; per call ${f1(r.appendsPerCall)} appends in ${f1(r.commitsPerCall)} commits and ${f1(r.syncsPerCall)} fsyncs of the event store\n  ${workLine(r.work)}\n`;
-    },
+    }),
   },
   {
     name: 'socket',
@@ -351,14 +375,14 @@ const suites: Suite[] = [
   },
   {
     name: 'webhooks',
-    run: async () => {
+    run: () => alsoOnPostgres(async (databaseUrl) => {
       const after = envList('BENCH_WEBHOOKS_WARMUP', [1000, 10_000]);
       const calls = envInt('BENCH_WEBHOOKS', 5000);
-      const rs = await benchWebhooks({ calls, after });
-      figures.webhooks = rs.map((r) => ({ after: r.after, perSecond: r.perSecond }));
+      const rs = await benchWebhooks({ calls, after, databaseUrl });
+      figuresFor(databaseUrl).webhooks = rs.map((r) => ({ after: r.after, perSecond: r.perSecond }));
       // BENCH_REDIS_URL: the same on BullMQ, as production runs the job queue (the summary keeps the embedded figures).
       const redisUrl = process.env.BENCH_REDIS_URL;
-      const onRedis = redisUrl ? await benchWebhooks({ calls, after, redisUrl }) : [];
+      const onRedis = redisUrl ? await benchWebhooks({ calls, after, redisUrl, databaseUrl }) : [];
       const rows = [
         ['webhook deliveries (5,000 at once)', 'per second', 'p50 ms', 'p99 ms'],
         ...rs.map((r) => [`after ${fmt(r.after)} in the process`, f1(r.perSecond), f1(r.p50), f1(r.p99)]),
@@ -369,7 +393,7 @@ const suites: Suite[] = [
         ...onRedis.map((r) => `  after ${fmt(r.after)}, on BullMQ: ${cpuLine(r.work)}\n`),
       ];
       return `${table(rows)}\n  signed POSTs to a local receiver (a bare parser in a worker thread), from the CallEnded append to receipt, each round on the same platform after the deliveries before it (its warm-up)\n${work.join('')}`;
-    },
+    }),
   },
   {
     name: 'dialer',
@@ -432,7 +456,22 @@ function summary(): string {
     figures.calls !== undefined || figures.webhooks !== undefined
       ? `  calls and deliveries: the issue's targets are absolute; in brackets, what they were as ratios to the bare baseline of the machine it was\n  measured on (≈${fmt(ISSUE_BARE)} req/s: its PATCH at ≈1,200/s was 0.03 × bare)\n`
       : '';
-  return `${table(rows)}\n  bare /ping: ${fmt(bare)} req/s in this run\n${note}`;
+  return `${table(rows)}\n  bare /ping: ${fmt(bare)} req/s in this run\n${note}${postgresSummary()}`;
+}
+
+/** The same figures on PostgreSQL (BENCH_DATABASE_URL), each against its own run's bare baseline. */
+function postgresSummary(): string {
+  const pgf = figures.pg;
+  if (!pgf) return '';
+  const bare = pgf.bare ?? figures.bare;
+  const x = (n: number | undefined) => (n === undefined || !bare ? 'n/a' : `${(n / bare).toFixed(2)} × bare`);
+  const patch = pgf.rps['PATCH /api/v1/agents (50 agents)'];
+  const rows = [['on PostgreSQL', 'measured', 'vs bare', 'target']];
+  if (pgf.bare) rows.push(['PATCH /api/v1/agents, 50 agents (own streams)', fmt(patch ?? 0), x(patch), '≥ 0.10 × bare']);
+  for (const name of ['GET /api/v1/dashboard (50 agents)', 'GET /api/v1/agents (50 agents)', 'GET /api/v1/ping']) if (pgf.rps[name] !== undefined) rows.push([name, fmt(pgf.rps[name]!), x(pgf.rps[name]), '']);
+  if (pgf.calls !== undefined) rows.push(['complete simulated calls', `${f1(pgf.calls)} calls/s`, bare ? `${(pgf.calls / bare).toFixed(3)} × bare` : 'n/a', '']);
+  for (const w of pgf.webhooks ?? []) rows.push([`webhook deliveries, after ${fmt(w.after)}`, `${f1(w.perSecond)} /s`, bare ? `${(w.perSecond / bare).toFixed(3)} × bare` : 'n/a', '']);
+  return `\n${table(rows)}\n`;
 }
 
 async function main() {

@@ -141,7 +141,7 @@ export interface WindowHooks {
  * measured, so a round measures a process whose delivery path V8 has compiled that far, as in a
  * server that has been up a while (the HTTP and calls suites warm up too).
  */
-export async function benchWebhooks(options: { calls?: number; after?: number[]; window?: WindowHooks; redisUrl?: string } = {}): Promise<BenchResult[]> {
+export async function benchWebhooks(options: { calls?: number; after?: number[]; window?: WindowHooks; redisUrl?: string; databaseUrl?: string } = {}): Promise<BenchResult[]> {
   const calls = options.calls ?? 2000;
   const after = options.after ?? [0];
   const appendedAt = new Map<string, number>();
@@ -154,7 +154,7 @@ export async function benchWebhooks(options: { calls?: number; after?: number[];
   const redisPrefix = options.redisUrl ? `ct-bench-${path.basename(dataDir)}` : undefined;
   let stopPlatform: (() => Promise<void>) | null = null;
   try {
-    const config = loadConfig({ EMBEDDED_THREADS: process.env.EMBEDDED_THREADS, PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, OPERATOR_TOKEN: 'bench', LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE: 'true', ROLES: 'worker,projector', REDIS_URL: options.redisUrl, REDIS_PREFIX: redisPrefix });
+    const config = loadConfig({ EMBEDDED_THREADS: process.env.EMBEDDED_THREADS, PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, OPERATOR_TOKEN: 'bench', LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE: 'true', ROLES: 'worker,projector', REDIS_URL: options.redisUrl, REDIS_PREFIX: redisPrefix, DATABASE_URL: options.databaseUrl });
     const platform = await createPlatform(config, { logger: pino({ level: 'silent' }) });
     stopPlatform = () => platform.stop();
     await platform.start();

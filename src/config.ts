@@ -17,6 +17,8 @@ export interface Config {
   dataDir: string;
   eventStoreUrl?: string;
   mongodbUrl?: string;
+  /** PostgreSQL: the event log and the read models not named by EVENTSTORE_URL / MONGODB_URL, and the worker lease. */
+  databaseUrl?: string;
   redisUrl?: string;
   /** Not in the contract's table: prefix of every Redis key (queues, lease, rate limits), so deployments can share a Redis. */
   redisPrefix: string;
@@ -223,6 +225,8 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(env.DATA_DIR || './data'),
     eventStoreUrl: connectionString(env, 'EVENTSTORE_URL', kurrentDbUrlProblem),
     mongodbUrl: connectionString(env, 'MONGODB_URL', mongoDbUrlProblem),
+    // pg takes one host: a URL is what it parses.
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres', 'postgresql']),
     redisUrl: connectionString(env, 'REDIS_URL', redisProblem),
     redisPrefix: redisPrefix(env),
     healthPort: env.HEALTH_PORT?.trim() ? port(env, 'HEALTH_PORT', 0) : undefined,

@@ -17,6 +17,8 @@ import { canRunThreads } from './gateways/sqlite-thread.js';
 import { KurrentDbEventStore } from './gateways/event-store/kurrentdb.js';
 import { SqliteReadStore } from './gateways/read-store/sqlite.js';
 import { MongoReadStore } from './gateways/read-store/mongodb.js';
+import { PostgresEventStore } from './gateways/event-store/postgres.js';
+import { PostgresReadStore } from './gateways/read-store/postgres.js';
 import type { JobQueue } from './gateways/queue/port.js';
 import { EmbeddedJobQueue } from './gateways/queue/embedded.js';
 import { BullmqJobQueue } from './gateways/queue/bullmq.js';
@@ -44,26 +46,28 @@ import { startDeliveryWorker, type DeliveryWorker } from './workers/delivery/ind
 import { EventSocketServer } from './workers/socket/server.js';
 import { SqliteLease } from './gateways/lease/sqlite.js';
 import { RedisLease } from './gateways/lease/redis.js';
+import { PostgresLease } from './gateways/lease/postgres.js';
 import type { Lease } from './gateways/lease/port.js';
 import { LeaseKeeper } from './workers/lease-keeper.js';
 
 /** The worker lease runs out this long after its holder's last renewal (a dead pid loses it at once). */
 export const WORKER_LEASE_TTL_MS = 10_000;
-/** In Redis no pid can be checked: a shorter TTL bounds the takeover after a crash. */
+/** In Redis (and PostgreSQL) no pid can be checked: a shorter TTL bounds the takeover after a crash. */
 export const WORKER_REDIS_LEASE_TTL_MS = 5_000;
 
 /**
  * Where the worker lease lives: in DATA_DIR beside the embedded event store (every process of a
- * deployment shares it, as it shares the log); in Redis when the event store is a server and
- * processes may share no disk. A worker of a split deployment (ROLES without every role) on a
- * server event store with no shared lease is refused: a file lease is local to one host, and two
- * hosts would each hold their own.
+ * deployment shares it, as it shares the log); in Redis when the event store is KurrentDB and
+ * Redis is set (processes may share no disk); in PostgreSQL when DATABASE_URL is set (otherwise). A
+ * worker of a split deployment (ROLES without every role) on a server event store with no shared
+ * lease is refused: a file lease is local to one host, and two hosts would each hold their own.
  */
 export function openWorkerLease(config: Config): Lease {
   if (config.eventStoreUrl && config.redisUrl) return new RedisLease(config.redisUrl, 'worker', WORKER_REDIS_LEASE_TTL_MS, config.redisPrefix);
+  if (config.databaseUrl) return new PostgresLease(config.databaseUrl, 'worker', WORKER_REDIS_LEASE_TTL_MS);
   if (config.eventStoreUrl && config.roles.size < ALL_ROLE_COUNT) {
     throw new ConfigError(
-      `ROLES=${[...config.roles].join(',')} with EVENTSTORE_URL needs a worker lease all hosts share: set REDIS_URL (the file lease in DATA_DIR is local to one host)`,
+      `ROLES=${[...config.roles].join(',')} with EVENTSTORE_URL needs a worker lease all hosts share: set REDIS_URL or DATABASE_URL (the file lease in DATA_DIR is local to one host)`,
     );
   }
   return new SqliteLease(path.join(config.dataDir, 'lease.db'), 'worker', WORKER_LEASE_TTL_MS);
@@ -134,13 +138,16 @@ async function applyProvisionFile(events: EventStore, file: string, doc: unknown
   }
 }
 
-/** KurrentDB when EVENTSTORE_URL is set (refusing a server older than 25.1), else the embedded SQLite file. */
+/** KurrentDB when EVENTSTORE_URL is set (refusing a server older than 25.1), else PostgreSQL when DATABASE_URL is, else the embedded SQLite file. */
 export async function openEventStore(config: Config, now: () => number, logger?: Logger): Promise<EventStore> {
   if (config.eventStoreUrl) {
     return KurrentDbEventStore.connect(config.eventStoreUrl, {
       clock: now,
       log: (level, message, details) => logger?.[level](details ?? {}, message),
     });
+  }
+  if (config.databaseUrl) {
+    return PostgresEventStore.open(config.databaseUrl, { clock: now, log: (level, message, details) => logger?.[level](details ?? {}, message) });
   }
   const file = path.join(config.dataDir, 'events.db');
   return new SqliteEventStore(file, now, { writerThread: config.embeddedThreads && canRunThreads(file) ? writerThreadModule : null });
@@ -153,9 +160,10 @@ export async function openEventStore(config: Config, now: () => number, logger?:
  */
 export const READ_STORE_COALESCE_MS = 20;
 
-/** MongoDB when `MONGODB_URL` is set (connects and creates its indexes first), else SQLite in DATA_DIR. */
+/** MongoDB when `MONGODB_URL` is set (connects and creates its indexes first), else PostgreSQL when `DATABASE_URL` is, else SQLite in DATA_DIR. */
 export async function openReadStore(config: Config, now: () => number): Promise<ReadStore> {
   if (config.mongodbUrl) return MongoReadStore.open(config.mongodbUrl, { clock: now });
+  if (config.databaseUrl) return PostgresReadStore.open(config.databaseUrl, { clock: now });
   return new SqliteReadStore(path.join(config.dataDir, 'read.db'), now, { writerThread: config.embeddedThreads, coalesceMs: READ_STORE_COALESCE_MS });
 }
 
@@ -223,8 +231,8 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
     return bySvc;
   };
   // The analysts' models are embedded files: an `api` process reads the projector's beside it in a
-  // shared DATA_DIR; on KurrentDB processes share no disk, so it builds its own from the log.
-  const ownAnalytics = !config.roles.has('projector') && config.roles.has('api') && Boolean(config.eventStoreUrl);
+  // shared DATA_DIR; on KurrentDB or PostgreSQL processes share no disk, so it builds its own from the log.
+  const ownAnalytics = !config.roles.has('projector') && config.roles.has('api') && Boolean(config.eventStoreUrl || config.databaseUrl);
   const analyticsStore = openAnalyticsStore(config, ownAnalytics ? 'analytics-api.db' : undefined);
   // Folded here on the embedded log: on a thread of its own in the built code (its own connections
   // to both files), which leaves this thread only the queries.

@@ -194,7 +194,7 @@ describe('the server as a process', () => {
     expect(acknowledged.length).toBeGreaterThanOrEqual(60);
 
     const store = new SqliteEventStore(path.join(dataDir, 'events.db'));
-    const readStream = async (id: string) => engineStream(dataDir, id) ?? (await store.readStream(id));
+    const readStream = async (id: string) => (await engineStream(dataDir, id)) ?? (await store.readStream(id));
     try {
       for (const id of acknowledged) expect((await readStream(`sms-${id}`)).map((e) => e.type)).toContain('SmsRequested');
     } finally {
@@ -222,7 +222,7 @@ describe('the server as a process', () => {
       await Promise.all([a.exited, b.exited]);
     }
     const store = new SqliteEventStore(path.join(dataDir, 'events.db'));
-    const readStream = async (id: string) => engineStream(dataDir, id) ?? (await store.readStream(id));
+    const readStream = async (id: string) => (await engineStream(dataDir, id)) ?? (await store.readStream(id));
     try {
       const started = (await readStream('agent-101-1001')).filter((e) => e.type === 'AgentBreakStarted');
       expect(started.map((e) => (e.data as { code: number }).code)).toEqual([1, 5, 3, 5, 1, 5, 3, 5, 1, 5, 3, 5]);

@@ -6,6 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { Lease } from '../../src/gateways/lease/port.js';
 import { SqliteLease } from '../../src/gateways/lease/sqlite.js';
 import { RedisLease } from '../../src/gateways/lease/redis.js';
+import { PostgresLease } from '../../src/gateways/lease/postgres.js';
+import { PG_URL, dropSchemas, freshSchema, postgresAvailable } from '../support/postgres.js';
 import { until } from '../support/until.js';
 
 function leaseContract(name: string, open: (ttlMs: number) => Promise<Lease>) {
@@ -81,6 +83,36 @@ const url = process.env.REDIS_TEST_URL ?? 'redis://127.0.0.1:6379';
 const run = `cttest-lease-${process.pid}-${Date.now().toString(36)}`;
 let m = 0;
 leaseContract('Redis', async (ttl) => new RedisLease(url, `t${Math.floor(m++ / 2)}`, ttl, run));
+
+const pgUp = await postgresAvailable();
+const pgSchema = freshSchema();
+let k = 0;
+if (pgUp) {
+  leaseContract('PostgreSQL', async (ttl) => new PostgresLease(PG_URL, `t${Math.floor(k++ / 2)}`, ttl, { schema: pgSchema }));
+  afterAll(() => dropSchemas([pgSchema]));
+
+  describe('PostgresLease', () => {
+    it('gives every new holder a higher fencing token; the same holder keeps its own', async () => {
+      const a = new PostgresLease(PG_URL, 'fenced', 60_000, { schema: pgSchema });
+      const b = new PostgresLease(PG_URL, 'fenced', 60_000, { schema: pgSchema });
+      try {
+        expect(await a.tryAcquire()).toBe(true);
+        const first = a.token;
+        expect(await a.tryAcquire()).toBe(true);
+        expect(a.token).toBe(first);
+        await a.release();
+        expect(await b.tryAcquire()).toBe(true);
+        expect(b.token).toBe(first + 1);
+        await b.release();
+        expect(await a.tryAcquire()).toBe(true);
+        expect(a.token).toBe(first + 2);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
+  });
+}
 
 describe('SqliteLease', () => {
   it('is taken at once from a holder whose process is gone', async () => {

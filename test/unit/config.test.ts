@@ -93,6 +93,18 @@ describe('loadConfig', () => {
     }
   });
 
+  it('takes a PostgreSQL URL for DATABASE_URL, and names it when the server refuses at start', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://u:p@db:5432/tel' }).databaseUrl).toBe('postgres://u:p@db:5432/tel');
+    expect(loadConfig({ DATABASE_URL: 'postgresql://db/tel' }).databaseUrl).toBe('postgresql://db/tel');
+    const m = refused({ DATABASE_URL: 'mysql://u:hunter2@db/tel' });
+    expect(m).toMatch(/^DATABASE_URL must start with postgres:\/\/ or postgresql:\/\//);
+    expect(m).not.toContain('hunter2');
+    const config = loadConfig({ DATABASE_URL: 'postgres://db/tel' });
+    const missing = Object.assign(new Error('database "tel" does not exist'), { code: '3D000' });
+    expect(startupProblem(missing, config)).toBe('DATABASE_URL: database "tel" does not exist');
+    expect(startupProblem(Object.assign(new Error('connect ECONNREFUSED 10.0.0.5:5432'), { code: 'ECONNREFUSED' }), config)).toMatch(/DATABASE_URL/);
+  });
+
   it('takes a Redis key prefix (default ct) and an optional health port for processes without the api role', () => {
     expect(loadConfig({})).toMatchObject({ redisPrefix: 'ct', healthPort: undefined });
     expect(loadConfig({ REDIS_PREFIX: 'prod-eu.1', HEALTH_PORT: '8081' })).toMatchObject({ redisPrefix: 'prod-eu.1', healthPort: 8081 });

@@ -1,0 +1,260 @@
+/**
+ * PostgreSQL read store (DATABASE_URL, without MONGODB_URL), on `pg`: one `docs` table of JSONB
+ * documents keyed by (collection, id), and `checkpoints`.
+ *
+ * A commit is one statement (documents, deletes and checkpoints in data-modifying CTEs), so one
+ * transaction and one round trip: the projection's documents and its checkpoint move together.
+ * As in the SQLite adapter, a projector's write also keeps its position and replaces only a document
+ * stored at a lower one, and its delete leaves a tombstone (expired at once, purged a day later): a
+ * second projector on the same database (a standby's process) never applies an event twice.
+ *
+ * Its connections commit with synchronous_commit off: see `open`.
+ *
+ * Every find the queries make (mongodb-indexes.ts, FIND_SHAPES) has a partial expression index on
+ * its collection: equality fields, then the sort field, then the id. Scalars are compared as jsonb,
+ * so a number never equals its digit string and `true` never equals 1; ids sort bytewise (COLLATE "C").
+ */
+import type pg from 'pg';
+import type { Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
+import { FIND_SHAPES, type FindShape } from './mongodb-indexes.js';
+import { jsonbSafe, migrate, noNul, openPool, schemaName, type PgOptions } from '../postgres.js';
+
+const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const COLLECTION = /^[A-Za-z0-9_.-]{1,100}$/;
+/** How long a projector's tombstone (and any expired record) is kept before it is purged. */
+const TOMBSTONE_KEEP_MS = 24 * 3600_000;
+const PURGE_EVERY_MS = 10 * 60_000;
+
+export interface PostgresReadStoreOptions extends PgOptions {
+  clock?: () => number;
+  /** Find shapes to index at start (default: every find the platform makes). */
+  shapes?: FindShape[];
+}
+
+interface Row {
+  id: string;
+  doc: Doc | null;
+  expires_at: number | null;
+  position: number | null;
+}
+
+function field(f: string): string {
+  if (!FIELD.test(f)) throw new Error(`bad field name ${f}`);
+  return f;
+}
+
+/** A collection name as an SQL literal (checked: it is written into statements and index predicates). */
+function literal(collection: string): string {
+  if (!COLLECTION.test(collection)) throw new Error(`bad collection name ${collection}`);
+  return `'${collection}'`;
+}
+
+function ddl(s: string, shapes: FindShape[]): string {
+  const indexes = new Map<string, string>();
+  for (const shape of shapes) {
+    const cols = shape.equal.map((f) => `(doc->'${field(f)}')`);
+    if (shape.sort && !shape.equal.includes(shape.sort[0])) {
+      cols.push(`(doc->'${field(shape.sort[0])}') ${shape.sort[1] === 1 ? 'ASC NULLS FIRST' : 'DESC NULLS LAST'}`);
+    }
+    cols.push('id');
+    const name = `docs_${shape.collection.replace(/[^a-z0-9]/gi, '_')}_${[...shape.equal, ...(shape.sort ? [`${shape.sort[0]}${shape.sort[1] === 1 ? '' : '_desc'}`] : [])].join('_')}`
+      .toLowerCase()
+      .slice(0, 63);
+    indexes.set(name, `CREATE INDEX IF NOT EXISTS ${name} ON ${s}.docs (${cols.join(', ')}) WHERE collection = ${literal(shape.collection)}`);
+  }
+  return `
+CREATE TABLE IF NOT EXISTS ${s}.docs (
+  collection text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  doc jsonb NOT NULL,
+  expires_at bigint,
+  position bigint,
+  PRIMARY KEY (collection, id)
+);
+CREATE INDEX IF NOT EXISTS docs_expiry ON ${s}.docs (expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS ${s}.checkpoints (name text COLLATE "C" PRIMARY KEY, position bigint NOT NULL);
+${[...indexes.values()].join(';\n')};
+`;
+}
+
+export class PostgresReadStore implements ReadStore {
+  readonly atomicCommits = true;
+  private readonly findSql = new Map<string, string>();
+  private nextPurge = 0;
+  private readonly sql;
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    private readonly schema: string,
+    private readonly clock: () => number,
+  ) {
+    const s = schema;
+    this.sql = {
+      get: `SELECT doc FROM ${s}.docs WHERE collection = $1 AND id = $2 AND (expires_at IS NULL OR expires_at > $3)`,
+      versioned: `SELECT id, doc, expires_at, position FROM ${s}.docs WHERE collection = $1 AND id = ANY($2::text[])`,
+      scan: `SELECT id, doc, position FROM ${s}.docs WHERE collection = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY id`,
+      // Deduplicated writes as arrays: upserts (a projector's only over an older position), plain deletes, checkpoints.
+      commit: `WITH w AS (
+          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS w(collection, id, doc, expires_at, position)
+        ), up AS (
+          INSERT INTO ${s}.docs (collection, id, doc, expires_at, position)
+          SELECT collection, id, doc::jsonb, expires_at, position FROM w WHERE doc IS NOT NULL
+          ON CONFLICT (collection, id) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at, position = excluded.position
+          WHERE excluded.position IS NULL OR docs.position IS NULL OR docs.position < excluded.position
+          RETURNING 1
+        ), del AS (
+          DELETE FROM ${s}.docs d USING w WHERE w.doc IS NULL AND d.collection = w.collection AND d.id = w.id RETURNING 1
+        ), cp AS (
+          INSERT INTO ${s}.checkpoints (name, position) SELECT * FROM unnest($6::text[], $7::bigint[])
+          ON CONFLICT (name) DO UPDATE SET position = GREATEST(checkpoints.position, excluded.position)
+          RETURNING 1
+        ) SELECT (SELECT count(*) FROM up) + (SELECT count(*) FROM del) + (SELECT count(*) FROM cp) AS n`,
+      checkpoints: `SELECT name, position FROM ${s}.checkpoints WHERE name = ANY($1::text[])`,
+      put: `INSERT INTO ${s}.docs (collection, id, doc, expires_at) VALUES ($1, $2, $3::jsonb, $4)
+        ON CONFLICT (collection, id) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at, position = NULL`,
+      insertIfAbsent: `INSERT INTO ${s}.docs (collection, id, doc, expires_at) VALUES ($1, $2, $3::jsonb, $4)
+        ON CONFLICT (collection, id) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at, position = NULL
+        WHERE docs.expires_at IS NOT NULL AND docs.expires_at <= $5`,
+      delete: `DELETE FROM ${s}.docs WHERE collection = $1 AND id = $2`,
+      purge: `DELETE FROM ${s}.docs WHERE expires_at IS NOT NULL AND expires_at <= $1`,
+    };
+  }
+
+  /** Connects and creates the tables and the finds' indexes when missing. */
+  static async open(url: string, options: PostgresReadStoreOptions = {}): Promise<PostgresReadStore> {
+    const schema = schemaName(options.schema);
+    // Commits are not waited for to reach disk: documents and checkpoints still commit (or are lost) together,
+    // and a server crash that loses the last ones moves the checkpoints back with them: the projector applies
+    // those events again from the log (as the embedded read store's synchronous=NORMAL). The event log waits.
+    const pool = openPool(url, options.max ?? 6, { synchronous_commit: 'off' });
+    try {
+      await migrate(pool, schema, ddl(schema, options.shapes ?? FIND_SHAPES));
+    } catch (err) {
+      await pool.end().catch(() => {});
+      throw err;
+    }
+    return new PostgresReadStore(pool, schema, options.clock ?? Date.now);
+  }
+
+  private q<R extends pg.QueryResultRow>(name: keyof PostgresReadStore['sql'], values: unknown[]) {
+    return this.pool.query<R>({ name: `${this.schema}.${name}`, text: this.sql[name], values });
+  }
+
+  async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
+    const r = await this.q<{ doc: T }>('get', [collection, noNul(id), this.clock()]);
+    return r.rows[0]?.doc ?? null;
+  }
+
+  async getVersioned<T extends Doc = Doc>(collection: string, id: string): Promise<Versioned<T>> {
+    return (await this.getVersionedMany<T>(collection, [id]))[0]!;
+  }
+
+  async getVersionedMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<Versioned<T>[]> {
+    if (ids.length === 0) return [];
+    const r = await this.q<Row>('versioned', [collection, [...new Set(ids.map(noNul))]]);
+    const rows = new Map(r.rows.map((row) => [row.id, row]));
+    const now = this.clock();
+    return ids.map((id) => {
+      const row = rows.get(noNul(id));
+      if (!row) return { doc: null, position: 0 };
+      const live = row.expires_at === null || row.expires_at > now;
+      return { doc: live ? (row.doc as T) : null, position: row.position ?? 0 };
+    });
+  }
+
+  async find<T extends Doc = Doc>(collection: string, where: Record<string, Scalar> = {}, options: FindOptions = {}): Promise<T[]> {
+    if (options.limit === 0) return [];
+    const fields = Object.keys(where).sort();
+    const nulls = fields.map((f) => where[f] === null);
+    const order = options.orderBy;
+    const key = JSON.stringify([collection, fields, nulls, order?.field, order?.direction, options.limit !== undefined]);
+    let text = this.findSql.get(key);
+    if (!text) {
+      const values: string[] = [];
+      // A null matches JSON null and a missing field, as the other adapters do.
+      const conds = fields.map((f, i) => (nulls[i] ? `coalesce(doc->'${field(f)}', 'null') = 'null'` : `doc->'${field(f)}' = $${values.push(f) + 1}::jsonb`));
+      const by = order ? `(doc->'${field(order.field)}') ${order.direction === 'desc' ? 'DESC NULLS LAST' : 'ASC NULLS FIRST'}, id` : 'id';
+      text =
+        `SELECT doc FROM ${this.schema}.docs WHERE collection = ${literal(collection)} AND (expires_at IS NULL OR expires_at > $1)` +
+        conds.map((c) => ` AND ${c}`).join('') +
+        ` ORDER BY ${by}` +
+        (options.limit !== undefined ? ` LIMIT $${values.length + 2}` : '');
+      this.findSql.set(key, text);
+    }
+    const values: unknown[] = [this.clock(), ...fields.filter((f) => where[f] !== null).map((f) => jsonbSafe(JSON.stringify(where[f])))];
+    if (options.limit !== undefined) values.push(options.limit);
+    const r = await this.pool.query<{ doc: T }>({ text, values });
+    return r.rows.map((row) => row.doc);
+  }
+
+  async scan(collection: string): Promise<{ id: string; doc: Doc; position?: number }[]> {
+    const r = await this.q<Row>('scan', [collection, this.clock()]);
+    return r.rows.map((row) => (row.position === null ? { id: row.id, doc: row.doc ?? {} } : { id: row.id, doc: row.doc ?? {}, position: row.position }));
+  }
+
+  async commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void> {
+    const now = this.clock();
+    // The last write of a document wins (a statement may touch a row once); JSON first, so a document
+    // that cannot be stored fails the commit before anything is sent.
+    const last = new Map<string, DocWrite>();
+    for (const w of writes) {
+      literal(w.collection);
+      const k = `${w.collection}\u0000${w.id}`;
+      last.delete(k);
+      last.set(k, w);
+    }
+    const cols: [string[], string[], (string | null)[], (number | null)[], (number | null)[]] = [[], [], [], [], []];
+    for (const w of last.values()) {
+      cols[0].push(w.collection);
+      cols[1].push(noNul(w.id));
+      if (w.doc !== null) {
+        cols[2].push(jsonbSafe(JSON.stringify(w.doc)));
+        cols[3].push(null);
+      } else {
+        // A projector's delete: a tombstone with its position, expired at once.
+        cols[2].push(w.position === undefined ? null : 'null');
+        cols[3].push(w.position === undefined ? null : now);
+      }
+      cols[4].push(w.position ?? null);
+    }
+    const names = Object.keys(checkpoints);
+    for (const n of names) if (!n) throw new Error('empty checkpoint name');
+    if (cols[0].length === 0 && names.length === 0) return;
+    await this.q('commit', [...cols, names, names.map((n) => checkpoints[n]!)]);
+    if (now >= this.nextPurge) {
+      this.nextPurge = now + PURGE_EVERY_MS;
+      await this.q('purge', [now - TOMBSTONE_KEEP_MS]);
+    }
+  }
+
+  async checkpoint(name: string): Promise<number> {
+    const r = await this.q<{ position: number }>('checkpoints', [[name]]);
+    return r.rows[0]?.position ?? 0;
+  }
+
+  async lowestCheckpoint(names: string[]): Promise<number> {
+    if (names.length === 0) return 0;
+    const wanted = [...new Set(names)];
+    const r = await this.q<{ position: number }>('checkpoints', [wanted]);
+    return r.rows.length < wanted.length ? 0 : Math.min(...r.rows.map((row) => row.position));
+  }
+
+  async put(collection: string, id: string, doc: Doc, options: { expiresAt?: number } = {}): Promise<void> {
+    literal(collection);
+    await this.q('put', [collection, noNul(id), jsonbSafe(JSON.stringify(doc)), options.expiresAt ?? null]);
+  }
+
+  async insertIfAbsent(collection: string, id: string, doc: Doc, options: { expiresAt?: number } = {}): Promise<boolean> {
+    literal(collection);
+    const r = await this.q('insertIfAbsent', [collection, noNul(id), jsonbSafe(JSON.stringify(doc)), options.expiresAt ?? null, this.clock()]);
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  async delete(collection: string, id: string): Promise<void> {
+    await this.q('delete', [collection, noNul(id)]);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
