@@ -17,6 +17,14 @@ import type { Lease } from '../../src/gateways/lease/port.js';
 import { LeaseKeeper } from '../../src/workers/lease-keeper.js';
 import { KurrentDbDouble } from '../support/kurrentdb-double.js';
 import { until } from '../support/until.js';
+import { PostgresEventStore } from '../../src/gateways/event-store/postgres.js';
+import { PG_URL, dropSchemas, freshSchema, postgresAvailable } from '../support/postgres.js';
+
+const pgAvailable = await postgresAvailable();
+const pgSchemas = new Set<string>();
+afterAll(async () => {
+  if (pgAvailable) await dropSchemas(pgSchemas);
+});
 
 const dir = mkdtempSync(path.join(tmpdir(), 'ct-fence-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -44,6 +52,19 @@ const stores: [string, () => Promise<{ store: EventStore; close(): Promise<void>
       };
     },
   ],
+  ...(pgAvailable
+    ? ([
+        [
+          'PostgreSQL',
+          async () => {
+            const schema = freshSchema();
+            pgSchemas.add(schema);
+            const store = await PostgresEventStore.open(PG_URL, { schema });
+            return { store, close: () => store.close() };
+          },
+        ],
+      ] satisfies typeof stores)
+    : []),
 ];
 
 const yes = async () => true;
