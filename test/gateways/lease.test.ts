@@ -97,7 +97,7 @@ if (pgUp) {
       const b = new PostgresLease(PG_URL, 'fenced', 60_000, { schema: pgSchema });
       try {
         expect(await a.tryAcquire()).toBe(true);
-        const first = a.token;
+        const first = a.token!;
         expect(await a.tryAcquire()).toBe(true);
         expect(a.token).toBe(first);
         await a.release();

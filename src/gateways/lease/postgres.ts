@@ -13,8 +13,8 @@ import { migrate, openPool, schemaName, type PgOptions } from '../postgres.js';
 
 export class PostgresLease implements Lease {
   readonly holder = randomUUID();
-  /** The lease's fencing token as of this holder's last tryAcquire (0: never held). */
-  token = 0;
+  /** The lease's fencing token as of this holder's last successful tryAcquire (null: never held). */
+  token: number | null = null;
   private readonly schema: string;
   private ready: Promise<void> | null = null;
   private readonly pool: pg.Pool;
@@ -44,7 +44,7 @@ export class PostgresLease implements Lease {
 
   async tryAcquire(): Promise<boolean> {
     await this.up();
-    const r = await this.pool.query<{ token: number }>(
+    const r = await this.pool.query<{ token: string }>(
       `INSERT INTO ${this.schema}.leases AS l (name, holder, expires_at) VALUES ($1, $2, clock_timestamp() + $3 * interval '1 millisecond')
        ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at,
          token = CASE WHEN l.holder = excluded.holder THEN l.token ELSE l.token + 1 END
@@ -53,7 +53,8 @@ export class PostgresLease implements Lease {
       [this.name, this.holder, this.ttlMs],
     );
     if (r.rows.length === 0) return false;
-    this.token = r.rows[0]!.token;
+    // bigint comes back as a string (pg keeps 64-bit integers exact); tokens stay far below 2^53.
+    this.token = Number(r.rows[0]!.token);
     return true;
   }
 
@@ -67,6 +68,7 @@ export class PostgresLease implements Lease {
   }
 
   async release(): Promise<void> {
+    this.token = null;
     await this.up();
     // Expired at once rather than deleted: the token keeps counting across holders.
     await this.pool
