@@ -36,8 +36,15 @@ export function schemaName(schema: string | undefined): string {
  */
 export const ANSWER_MS = 800;
 
-/** `query` with the ANSWER_MS deadline (pg's own query_timeout, missing from its types). */
-export const timed = <Q extends pg.QueryConfig>(query: Q): Q => Object.assign(query, { query_timeout: ANSWER_MS });
+/**
+ * An append's deadline: a group commit of many events may take seconds on a busy server, and a
+ * request reaches its append only after its reads answered within ANSWER_MS; this one only keeps a
+ * link lost in between from hanging the request for minutes.
+ */
+export const APPEND_MS = 10_000;
+
+/** `query` with a deadline (pg's own query_timeout, missing from its types). */
+export const timed = <Q extends pg.QueryConfig>(query: Q, ms = ANSWER_MS): Q => Object.assign(query, { query_timeout: ms });
 
 const message = (err: unknown) => String((err as { message?: unknown } | null)?.message ?? '');
 

@@ -32,7 +32,7 @@ import { pollingSubscription } from './subscription.js';
 import { deepFreeze, timeOrderedId } from './sqlite-group.js';
 import { LogListener, OwnTail, type Outcome, type Sent } from './postgres-tail.js';
 import { mergeAppends } from './kurrentdb-mapping.js';
-import { timed, isTimeout, jsonbSafe, migrate, noNul, openPool, schemaName, type PgOptions } from '../postgres.js';
+import { APPEND_MS, timed, isTimeout, jsonbSafe, migrate, noNul, openPool, schemaName, type PgOptions } from '../postgres.js';
 import { channelOf, eventLogDdl } from './postgres-schema.js';
 
 export interface PostgresEventStoreOptions extends PgOptions {
@@ -221,7 +221,7 @@ export class PostgresEventStore implements EventStore {
     const batch = jsonbSafe(JSON.stringify(group.map((p) => p.json)));
     for (let attempt = 1; ; attempt++) {
       try {
-        const r = await this.writer.query<{ r: Omit<Sent, 'batch'> }>(timed({ name: `${this.schema}.append`, text: this.sql.append, values: [batch] }));
+        const r = await this.writer.query<{ r: Omit<Sent, 'batch'> }>(timed({ name: `${this.schema}.append`, text: this.sql.append, values: [batch] }, APPEND_MS));
         return { ...r.rows[0]!.r, batch };
       } catch (err) {
         // A server error (an SQLSTATE) is an answer; anything else may have lost one: the ids make a resend safe.
