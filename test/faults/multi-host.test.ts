@@ -159,6 +159,7 @@ describe.skipIf(!!why)('roles on separate hosts (network namespaces) under fault
 
   beforeAll(async () => {
     net = TestNet.create();
+    // Whatever fails below, afterAll removes what was made (it runs after a failed beforeAll too).
     for (const k of ['api1', 'api2', 'workerA', 'workerB', 'projector', 'socket'] as const) hosts[k] = net.addHost(k);
     [pg, redis] = await Promise.all([startPostgres(net.dbIp, `10.232.${net.octet}.0/24`), startRedis(net.appIp)]);
     rx = await startReceiver(() => 200, net.appIp);

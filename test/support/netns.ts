@@ -52,11 +52,16 @@ export class TestNet {
     const octet = free[Math.floor(Math.random() * free.length)];
     if (octet === undefined) throw new Error('no free 10.231.N.0/24 test subnet');
     const net = new TestNet(randomBytes(3).toString('hex'), octet);
-    for (const [br, addr] of [[net.bridge('a'), net.appIp], [net.bridge('d'), net.dbIp]] as const) {
-      ip('link', 'add', br, 'type', 'bridge');
-      net.links.push(br);
-      ip('addr', 'add', `${addr}/24`, 'dev', br);
-      ip('link', 'set', br, 'up');
+    try {
+      for (const [br, addr] of [[net.bridge('a'), net.appIp], [net.bridge('d'), net.dbIp]] as const) {
+        ip('link', 'add', br, 'type', 'bridge');
+        net.links.push(br);
+        ip('addr', 'add', `${addr}/24`, 'dev', br);
+        ip('link', 'set', br, 'up');
+      }
+    } catch (err) {
+      net.destroy();
+      throw err;
     }
     return net;
   }
