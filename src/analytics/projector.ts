@@ -87,11 +87,33 @@ export function analyticsProjector(events: EventStore, store: AnalyticsStore, lo
     return sub;
   };
 
+  /**
+   * The log could not be read (its server unreachable, a broken connection): what is in memory is
+   * dropped and the fold starts again from the store once the log answers. Stopping for good here
+   * left a host that lost its database for a moment answering 503 on analytics until restarted.
+   */
+  const resume = async (err: unknown): Promise<Subscription | null> => {
+    logger?.warn({ err: String(err) }, 'analytics projector: reading the log failed; following again once it answers');
+    for (let delay = 200; !stopped; delay = Math.min(delay * 2, 5000)) {
+      await new Promise((r) => setTimeout(r, delay));
+      if (stopped) return null;
+      try {
+        return await begin();
+      } catch (again) {
+        err = again;
+      }
+    }
+    return null;
+  };
+
   const follow = async (first: Subscription) => {
     let s = first;
     for (;;) {
+      // True while waiting for the log's next page: a failure there is the log's, not the fold's.
+      let reading = true;
       try {
         pages: for await (const page of s.batches()) {
+          reading = false;
           for (const e of page) {
             model.apply(e);
             if (model.unwritten >= MAX_BATCH) flush();
@@ -112,10 +134,18 @@ export function analyticsProjector(events: EventStore, store: AnalyticsStore, lo
             }
             if (stopped || moved) break pages;
           }
+          reading = true;
         }
       } catch (err) {
-        fail(err);
-        return;
+        if (!reading || stopped) {
+          fail(err);
+          return;
+        }
+        s.close();
+        const next = await resume(err);
+        if (!next) return;
+        s = next;
+        continue;
       }
       if (stopped || !moved) return;
       s.close();

@@ -28,12 +28,61 @@ export function schemaName(schema: string | undefined): string {
   return s;
 }
 
+/**
+ * How long a query on a request's path (a command's reads and append, a read model's lookup) and a
+ * new connection may wait for the server: past it the server counts as unreachable and the request
+ * answers 503. Without it a host cut off from the database (packets dropped, no reset) waited for
+ * TCP's own timeouts, minutes. Bulk reads (catch-up, exports) set no deadline.
+ */
+export const ANSWER_MS = 800;
+
+/**
+ * An append's deadline: a group commit of many events may take seconds on a busy server, and a
+ * request reaches its append only after its reads answered within ANSWER_MS; this one only keeps a
+ * link lost in between from hanging the request for minutes.
+ */
+export const APPEND_MS = 10_000;
+
+/** `query` with a deadline (pg's own query_timeout, missing from its types). */
+export const timed = <Q extends pg.QueryConfig>(query: Q, ms = ANSWER_MS): Q => Object.assign(query, { query_timeout: ms });
+
+const message = (err: unknown) => String((err as { message?: unknown } | null)?.message ?? '');
+
+/** Whether `err` says the server did not answer within its deadline (query, connect, a free connection). */
+export const isTimeout = (err: unknown) => /^(Query read timeout|Connection terminated due to connection timeout|timeout exceeded when trying to connect|timeout expired)/.test(message(err));
+
+const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EPIPE']);
+
+/** Whether `err` says the server did not answer in time, cannot be reached or the connection broke: 503, not 500. */
+export const isUnreachable = (err: unknown) =>
+  isTimeout(err) || /^Connection terminated/.test(message(err)) || NETWORK.has(String((err as { code?: unknown } | null)?.code));
+
+/**
+ * A client that, ended with a query still unanswered (its deadline passed), resets its connection:
+ * a graceful close would leave the query in the kernel's send buffer, delivered and run once the
+ * link is back, after the request was answered 503 with "nothing was done".
+ */
+class ResettingClient extends pg.Client {
+  constructor(config: pg.ClientConfig = {}) {
+    super({ ...config, connectionTimeoutMillis: ANSWER_MS });
+  }
+
+  override end(): Promise<void>;
+  override end(callback: (err: Error) => void): void;
+  override end(callback?: (err: Error) => void): Promise<void> | void {
+    const inner = this as unknown as { _activeQuery: unknown; connection?: { stream?: { resetAndDestroy?: () => void } } };
+    if (inner._activeQuery) inner.connection?.stream?.resetAndDestroy?.();
+    return callback ? super.end(callback) : super.end();
+  }
+}
+
 /** A pool on `url`; its connections' errors (a server restart) are the queries' to report, not the process's. */
 export function openPool(url: string, max: number, settings: Record<string, string> = {}): pg.Pool {
   // No JIT: the planner's guess of 100 rows per JSON function call made the append's small plans look
   // costly enough to compile, ~45 ms a call for nothing.
   const options = Object.entries({ jit: 'off', ...settings }).map(([k, v]) => `-c ${k}=${v}`).join(' ') || undefined;
-  const pool = new pg.Pool({ connectionString: url, max, types, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 30_000, options });
+  // connectionTimeoutMillis bounds the wait for a free connection; ResettingClient the connect itself.
+  const pool = new pg.Pool({ connectionString: url, max, types, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 30_000, options, Client: ResettingClient });
   pool.on('error', () => {});
   return pool;
 }

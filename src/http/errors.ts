@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type ErrorCode } from '../domain/errors.js';
+import { isUnreachable } from '../gateways/postgres.js';
 
 export interface ErrorBody {
   isError: true;
@@ -48,6 +49,8 @@ export function toAppError(err: unknown): AppError | null {
   if (code.startsWith('FST_ERR_CTP') || code.startsWith('FST_') || (status !== undefined && status >= 400 && status < 500)) {
     return new AppError('INVALID_PARAMETER', `malformed request: ${message || 'bad request'}`);
   }
+  // PostgreSQL unreachable (a query or connect past its deadline, a broken connection): nothing was done.
+  if (isUnreachable(e)) return new AppError('UNAVAILABLE', 'a backing store is unreachable; nothing was done');
   if (code === 'SQLITE_BUSY' || code === 'SQLITE_FULL' || code === 'SQLITE_READONLY' || code === 'SQLITE_IOERR' || code === 'SQLITE_CANTOPEN' || code === 'ECONNREFUSED' || code === 'ETIMEDOUT') {
     return new AppError('UNAVAILABLE', 'a backing store is unreachable; nothing was done');
   }

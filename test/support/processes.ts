@@ -61,9 +61,13 @@ export class RoleProcess {
     void this.exited.then(() => this.listeners.forEach((l) => l()));
   }
 
-  /** Spawns the process; with `waitStarted` (default) resolves once it logged that it started. */
-  static async start(build: Build, name: string, env: Record<string, string>, waitStarted = true): Promise<RoleProcess> {
-    const proc = spawn(process.execPath, [build.main], {
+  /**
+   * Spawns the process; with `waitStarted` (default) resolves once it logged that it started.
+   * `wrap` runs it under another command (`ip netns exec <ns>`), which execs node in its place.
+   */
+  static async start(build: Build, name: string, env: Record<string, string>, waitStarted = true, wrap: string[] = []): Promise<RoleProcess> {
+    const [cmd, ...args] = [...wrap, process.execPath, build.main];
+    const proc = spawn(cmd!, args, {
       env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', SOCKET_PORT: '0', OPERATOR_TOKEN, RATE_LIMIT_RPS: '0', LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -19,7 +19,8 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(respond: Responder = () => 200): Promise<Receiver> {
+/** `host`: the address it listens on (a test network's bridge address), 127.0.0.1 by default. */
+export async function startReceiver(respond: Responder = () => 200, host = '127.0.0.1'): Promise<Receiver> {
   const received: Received[] = [];
   const hanging = new Set<http.ServerResponse>();
   const receiver: Receiver = {
@@ -52,7 +53,7 @@ export async function startReceiver(respond: Responder = () => 200): Promise<Rec
       res.writeHead(answer, { 'content-type': 'text/plain' }).end(answer < 300 ? 'ok' : 'no');
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  receiver.url = `http://${host}:${(server.address() as AddressInfo).port}`;
   return receiver;
 }

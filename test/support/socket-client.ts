@@ -36,8 +36,8 @@ export class LineClient {
   }
 
   /** Connects and authenticates; resolves once `Success` arrived. */
-  static async authed(port: number, svcId: number, key: string): Promise<LineClient> {
-    const c = await LineClient.connect(port);
+  static async authed(port: number, svcId: number, key: string, host = '127.0.0.1'): Promise<LineClient> {
+    const c = await LineClient.connect(port, host);
     c.send(`${svcId}:${key}\n`);
     await c.waitForLines(1);
     if (c.lines[0] !== 'Success') throw new Error(`expected Success, got ${c.lines[0]}`);

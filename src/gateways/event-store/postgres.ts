@@ -32,7 +32,7 @@ import { pollingSubscription } from './subscription.js';
 import { deepFreeze, timeOrderedId } from './sqlite-group.js';
 import { LogListener, OwnTail, type Outcome, type Sent } from './postgres-tail.js';
 import { mergeAppends } from './kurrentdb-mapping.js';
-import { jsonbSafe, migrate, noNul, openPool, schemaName, type PgOptions } from '../postgres.js';
+import { APPEND_MS, timed, isTimeout, jsonbSafe, migrate, noNul, openPool, schemaName, type PgOptions } from '../postgres.js';
 import { channelOf, eventLogDdl } from './postgres-schema.js';
 
 export interface PostgresEventStoreOptions extends PgOptions {
@@ -221,12 +221,13 @@ export class PostgresEventStore implements EventStore {
     const batch = jsonbSafe(JSON.stringify(group.map((p) => p.json)));
     for (let attempt = 1; ; attempt++) {
       try {
-        const r = await this.writer.query<{ r: Omit<Sent, 'batch'> }>({ name: `${this.schema}.append`, text: this.sql.append, values: [batch] });
+        const r = await this.writer.query<{ r: Omit<Sent, 'batch'> }>(timed({ name: `${this.schema}.append`, text: this.sql.append, values: [batch] }, APPEND_MS));
         return { ...r.rows[0]!.r, batch };
       } catch (err) {
         // A server error (an SQLSTATE) is an answer; anything else may have lost one: the ids make a resend safe.
         if ((err as { code?: unknown }).code !== undefined && /^[0-9A-Z]{5}$/.test(String((err as { code: unknown }).code))) throw err;
-        if (attempt >= ATTEMPTS || this.closed) throw err;
+        // Unreachable (no answer in time): a resend would wait as long again; the request answers 503 now.
+        if (attempt >= ATTEMPTS || this.closed || isTimeout(err)) throw err;
         this.options.log?.('warn', 'event store: append outcome unknown; sending again', { attempt, err: String(err) });
         await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
       }
@@ -264,15 +265,15 @@ export class PostgresEventStore implements EventStore {
     try {
       if (reads.length === 1) {
         const [q] = reads;
-        const r = await this.pool.query<Row>({ name: `${this.schema}.readStream`, text: this.sql.readStream, values: [q!.streamId, q!.from, q!.max] });
+        const r = await this.pool.query<Row>(timed({ name: `${this.schema}.readStream`, text: this.sql.readStream, values: [q!.streamId, q!.from, q!.max] }));
         q!.resolve(r.rows.map(toRecorded));
         return;
       }
-      const r = await this.pool.query<Row & { n: number }>({
+      const r = await this.pool.query<Row & { n: number }>(timed({
         name: `${this.schema}.readStreams`,
         text: this.sql.readStreams,
         values: [reads.map((q) => q.streamId), reads.map((q) => q.from), reads.map((q) => q.max)],
-      });
+      }));
       const out = reads.map((): RecordedEvent[] => []);
       for (const row of r.rows) out[row.n - 1]!.push(toRecorded(row));
       reads.forEach((q, i) => q.resolve(out[i]!));
@@ -310,7 +311,8 @@ export class PostgresEventStore implements EventStore {
 
   /** The head, from the pool or (the listener's heartbeat) on a given connection. */
   private async queryHead(client?: pg.Client): Promise<number> {
-    const r = await (client ?? this.pool).query<{ position: number }>({ name: `${this.schema}.head`, text: this.sql.head });
+    const query = { name: `${this.schema}.head`, text: this.sql.head };
+    const r = await (client ? client.query<{ position: number }>(query) : this.pool.query<{ position: number }>(timed(query)));
     return r.rows[0]?.position ?? 0;
   }
 

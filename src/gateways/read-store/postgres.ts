@@ -17,7 +17,7 @@
 import type pg from 'pg';
 import type { Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
 import { FIND_SHAPES, type FindShape } from './mongodb-indexes.js';
-import { jsonbSafe, migrate, noNul, openPool, schemaName, type PgOptions } from '../postgres.js';
+import { timed, jsonbSafe, migrate, noNul, openPool, schemaName, type PgOptions } from '../postgres.js';
 
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const COLLECTION = /^[A-Za-z0-9_.-]{1,100}$/;
@@ -136,8 +136,9 @@ export class PostgresReadStore implements ReadStore {
     return new PostgresReadStore(pool, schema, options.clock ?? Date.now);
   }
 
-  private q<R extends pg.QueryResultRow>(name: keyof PostgresReadStore['sql'], values: unknown[]) {
-    return this.pool.query<R>({ name: `${this.schema}.${name}`, text: this.sql[name], values });
+  /** A query; with `deadline` (lookups on a request's path) gives up after ANSWER_MS: the server is unreachable. */
+  private q<R extends pg.QueryResultRow>(name: keyof PostgresReadStore['sql'], values: unknown[], deadline = true) {
+    return this.pool.query<R>(deadline ? timed({ name: `${this.schema}.${name}`, text: this.sql[name], values }) : { name: `${this.schema}.${name}`, text: this.sql[name], values });
   }
 
   async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
@@ -183,12 +184,12 @@ export class PostgresReadStore implements ReadStore {
     }
     const values: unknown[] = [this.clock(), ...fields.filter((f) => where[f] !== null).map((f) => jsonbSafe(JSON.stringify(where[f])))];
     if (options.limit !== undefined) values.push(options.limit);
-    const r = await this.pool.query<{ doc: T }>({ text, values });
+    const r = await this.pool.query<{ doc: T }>(timed({ text, values }));
     return r.rows.map((row) => row.doc);
   }
 
   async scan(collection: string): Promise<{ id: string; doc: Doc; position?: number }[]> {
-    const r = await this.q<Row>('scan', [collection, this.clock()]);
+    const r = await this.q<Row>('scan', [collection, this.clock()], false);
     return r.rows.map((row) => (row.position === null ? { id: row.id, doc: row.doc ?? {} } : { id: row.id, doc: row.doc ?? {}, position: row.position }));
   }
 
@@ -220,10 +221,10 @@ export class PostgresReadStore implements ReadStore {
     const names = Object.keys(checkpoints);
     for (const n of names) if (!n) throw new Error('empty checkpoint name');
     if (cols[0].length === 0 && names.length === 0) return;
-    await this.q('commit', [...cols, names, names.map((n) => checkpoints[n]!)]);
+    await this.q('commit', [...cols, names, names.map((n) => checkpoints[n]!)], false);
     if (now >= this.nextPurge) {
       this.nextPurge = now + PURGE_EVERY_MS;
-      await this.q('purge', [now - TOMBSTONE_KEEP_MS]);
+      await this.q('purge', [now - TOMBSTONE_KEEP_MS], false);
     }
   }
 
