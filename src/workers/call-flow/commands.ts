@@ -11,6 +11,7 @@ import { callDecider, type CallCommand, type CallEvent, type CallState } from '.
 import { agentDecider, isFree, type AgentCommand, type AgentState } from '../../commands/agent/agent.js';
 import { streams } from '../../domain/streams.js';
 import type { Actor } from './actor.js';
+import type { Step, StepOutcome } from './steps.js';
 import { AppError } from '../../domain/errors.js';
 
 /** How long a recording URL in a webhook record stays valid. */
@@ -37,13 +38,7 @@ export async function agentCommand(ctx: Context, svcId: number, agentId: number,
   }
 }
 
-/** One command of a reaction: on a call, or on an agent. */
-export type Step =
-  | { kind: 'call'; xnid: string; command: CallCommand; if?: (state: CallState, before: StepOutcome[]) => boolean }
-  | { kind: 'agent'; svcId: number; agentId: number; command: AgentCommand; if?: (state: AgentState, before: StepOutcome[]) => boolean };
-
-/** What a step led to: the state of its stream after it, or null when it was refused or skipped (`if`, on its stream's state and the outcomes of the steps before it). */
-export type StepOutcome = { state: CallState | AgentState; events: DomainEvent[] } | null;
+export type { Step, StepOutcome } from './steps.js';
 
 type AnyDecider = Decider<unknown, unknown, DomainEvent>;
 const streamOf = (s: Step) => (s.kind === 'call' ? streams.call(s.xnid) : streams.agent(s.svcId, s.agentId));
