@@ -8,7 +8,7 @@ import { getCall, meteringOf } from '../../queries/calls.js';
 import { getService } from '../../queries/services.js';
 import { serviceOfDid, startInbound } from '../../commands/call/inbound.js';
 import { needsMedia } from '../media-features.js';
-import { OUTBOX, type OutboxEntry } from '../../gateways/sms/simulator.js';
+import { readOutbox } from '../../gateways/sms/simulator.js';
 
 
 
@@ -79,7 +79,7 @@ export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
     response: json(arrayOf(smsSent)),
     params: { number: { type: 'phone' } },
     handler: async ({ p }) => {
-      const sent = await ctx.reads.find<OutboxEntry>(OUTBOX, p.number === undefined ? {} : { number: p.number }, { orderBy: { field: 'time' } });
+      const sent = await readOutbox(ctx.reads, p.number);
       return sent.map((m) => ({ id: m.id, svcId: m.svcId, number: m.number, message: m.message, time: m.time }));
     },
   });
