@@ -11,17 +11,12 @@ import { AppError } from './domain/errors.js';
 import type { Context } from './context.js';
 import type { EventStore } from './gateways/event-store/port.js';
 import type { ReadStore } from './gateways/read-store/port.js';
-import { SqliteEventStore } from './gateways/event-store/sqlite.js';
-import { writerThreadModule } from './gateways/event-store/sqlite-writer.js';
 import { canRunThreads } from './gateways/sqlite-thread.js';
-import { KurrentDbEventStore } from './gateways/event-store/kurrentdb.js';
-import { SqliteReadStore } from './gateways/read-store/sqlite.js';
-import { MongoReadStore } from './gateways/read-store/mongodb.js';
-import { PostgresEventStore } from './gateways/event-store/postgres.js';
-import { PostgresReadStore } from './gateways/read-store/postgres.js';
 import type { JobQueue } from './gateways/queue/port.js';
 import { EmbeddedJobQueue } from './gateways/queue/embedded.js';
 import { BullmqJobQueue } from './gateways/queue/bullmq.js';
+import { openEventStore, openReadStore } from './gateways/stores.js';
+export { openEventStore, openReadStore, READ_STORE_COALESCE_MS } from './gateways/stores.js';
 import { ProjectionRunner } from './projections/runner.js';
 import { projections } from './projections/index.js';
 import { localReadSync, remoteReadSync } from './projections/read-sync.js';
@@ -136,35 +131,6 @@ async function applyProvisionFile(events: EventStore, file: string, doc: unknown
     if (err instanceof AppError) throw new ConfigError(`PROVISION_FILE ${file} refused: ${err.message}`);
     throw err;
   }
-}
-
-/** KurrentDB when EVENTSTORE_URL is set (refusing a server older than 25.1), else PostgreSQL when DATABASE_URL is, else the embedded SQLite file. */
-export async function openEventStore(config: Config, now: () => number, logger?: Logger): Promise<EventStore> {
-  if (config.eventStoreUrl) {
-    return KurrentDbEventStore.connect(config.eventStoreUrl, {
-      clock: now,
-      log: (level, message, details) => logger?.[level](details ?? {}, message),
-    });
-  }
-  if (config.databaseUrl) {
-    return PostgresEventStore.open(config.databaseUrl, { clock: now, log: (level, message, details) => logger?.[level](details ?? {}, message) });
-  }
-  const file = path.join(config.dataDir, 'events.db');
-  return new SqliteEventStore(file, now, { writerThread: config.embeddedThreads && canRunThreads(file) ? writerThreadModule : null });
-}
-
-/**
- * How long the embedded read store holds a projector's commits to store them together under load
- * (src/gateways/read-store/pending-writes.ts): this process reads them at once; another process on
- * the same DATA_DIR at most this much later.
- */
-export const READ_STORE_COALESCE_MS = 20;
-
-/** MongoDB when `MONGODB_URL` is set (connects and creates its indexes first), else PostgreSQL when `DATABASE_URL` is, else SQLite in DATA_DIR. */
-export async function openReadStore(config: Config, now: () => number): Promise<ReadStore> {
-  if (config.mongodbUrl) return MongoReadStore.open(config.mongodbUrl, { clock: now });
-  if (config.databaseUrl) return PostgresReadStore.open(config.databaseUrl, { clock: now });
-  return new SqliteReadStore(path.join(config.dataDir, 'read.db'), now, { writerThread: config.embeddedThreads, coalesceMs: READ_STORE_COALESCE_MS });
 }
 
 /** The analysts' read models: embedded in DATA_DIR whatever the other stores are (range queries, snapshots). */

@@ -1,17 +1,16 @@
 /**
  * Deciders and the one command handler used by every route and worker: load the streams (cached
  * aggregates: only events after the cached revision are read), decide, append with each stream's
- * expected revision. A conflict means someone else wrote first; the command is decided again on fresh
- * state (deciders are pure, so that is always safe), after a short random pause. A command that keeps
- * conflicting ends in the contract's 503 UNAVAILABLE: never a silent give-up, never a 500.
+ * expected revision. A conflict is retried by the one policy of ./retry.ts (decide again on fresh
+ * state after a short random pause; 503 UNAVAILABLE when it keeps conflicting).
  */
 import type { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent } from '../gateways/event-store/port.js';
-import { WrongExpectedRevisionError } from '../gateways/event-store/port.js';
-import { unavailable } from '../domain/errors.js';
+import { RETRY, conflictToRetry, pause, retryOnConflict } from './retry.js';
 import type { DomainEvent } from '../domain/events.js';
 import { aggregateCache, type Folder, type Lane, type Loaded } from './aggregate-cache.js';
 
 export type { DomainEvent };
+export { RETRY };
 
 export interface Decider<C, S, E extends DomainEvent> extends Folder<S, E> {
   /** Events the command causes; throws an AppError when the state forbids it. */
@@ -38,7 +37,8 @@ export const toDomain = <E extends DomainEvent>(e: RecordedEvent): E => ({ type:
 /** The revision to expect when appending after these events. */
 export const expectedAfter = (recorded: RecordedEvent[]): ExpectedRevision => (recorded.length ? recorded[recorded.length - 1]!.revision : 'no_stream');
 
-const expectedOf = (revision: number): ExpectedRevision => (revision >= 0 ? revision : 'no_stream');
+/** The revision to expect when appending after a stream at `revision` (-1: no stream yet). */
+export const expectedOf = (revision: number): ExpectedRevision => (revision >= 0 ? revision : 'no_stream');
 
 /** A stream folded into state (from the aggregate cache), with the revision to expect when appending after it. */
 export async function loadAggregate<S, E extends DomainEvent>(
@@ -49,12 +49,6 @@ export async function loadAggregate<S, E extends DomainEvent>(
   const l = await aggregateCache(store).load(streamId, decider, toDomain<E>);
   return { state: l.state, revision: l.revision, position: l.position, expected: expectedOf(l.revision) };
 }
-
-/** The one retry policy: attempts, and the pause before attempt n (random, growing, small). */
-export const RETRY = {
-  maxAttempts: 10,
-  pauseMs: (attempt: number) => (attempt <= 1 ? 0 : Math.random() * Math.min(50, 2 ** attempt)),
-};
 
 export interface HandleOptions<E> {
   /** Attempts before giving up on repeated conflicts (then 503). */
@@ -95,12 +89,10 @@ export interface MultiResult<T> {
   position: number;
 }
 
-const pause = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
-
 /**
  * The command handler for one or several streams: loads every stream in `reads`, calls `decide` with
  * their states (it may be async: hashing, a call's data), appends all its events in one transaction,
- * each stream checked against its revision. On a conflict: reload and decide again (RETRY), then 503.
+ * each stream checked against its revision. On a conflict: reload and decide again (retryOnConflict), then 503.
  */
 export async function handleStreams<T>(
   store: EventStore,
@@ -109,9 +101,7 @@ export async function handleStreams<T>(
   options: Omit<HandleOptions<DomainEvent>, 'eventId'> = {},
 ): Promise<MultiResult<T>> {
   const cache = aggregateCache(store);
-  const maxAttempts = options.maxAttempts ?? RETRY.maxAttempts;
-  for (let attempt = 1; ; attempt++) {
-    await pause(RETRY.pauseMs(attempt));
+  return retryOnConflict(async () => {
     const loaded = await Promise.all(reads.map((r) => cache.load(r.streamId, r.decider, toDomain)));
     const { appends, value } = await decide(loaded);
     const writes = appends.filter((a) => a.events.length > 0);
@@ -119,36 +109,31 @@ export async function handleStreams<T>(
       return { value, states: loaded.map((l) => l.state), results: [], position: Math.max(0, ...loaded.map((l) => l.position)) };
     }
     const indexOf = (streamId: string) => reads.findIndex((r) => r.streamId === streamId);
-    try {
-      const results = await store.appendToStreams(
-        writes.map((w) => {
-          const i = indexOf(w.streamId);
-          return {
-            streamId: w.streamId,
-            events: w.events.map((e) => ({ type: e.type, data: e.data, id: e.id, metadata: options.metadata })),
-            expectedRevision: w.expectedRevision ?? (i >= 0 ? expectedOf(loaded[i]!.revision) : 'no_stream'),
-          };
-        }),
-      );
-      const states = loaded.map((l) => l.state);
-      writes.forEach((w, k) => {
+    const results = await store.appendToStreams(
+      writes.map((w) => {
         const i = indexOf(w.streamId);
-        if (i < 0) return;
-        const r = results[k]!;
-        const read = reads[i]!;
-        // Only when the store holds exactly our events after what we loaded (not an idempotent no-op).
-        if (r.nextExpectedRevision !== loaded[i]!.revision + w.events.length) return cache.forget(w.streamId, read.decider);
-        let s = loaded[i]!.state;
-        for (const e of w.events) s = read.decider.evolve(s, { type: e.type, data: e.data });
-        states[i] = s;
-        cache.remember(w.streamId, read.decider, { state: s, revision: r.nextExpectedRevision, position: r.position });
-      });
-      return { value, states, results, position: Math.max(...results.map((r) => r.position)) };
-    } catch (err) {
-      if (!(err instanceof WrongExpectedRevisionError)) throw err;
-      if (attempt >= maxAttempts) throw unavailable(`too much contention on ${err.streamId}; try again`);
-    }
-  }
+        return {
+          streamId: w.streamId,
+          events: w.events.map((e) => ({ type: e.type, data: e.data, id: e.id, metadata: options.metadata })),
+          expectedRevision: w.expectedRevision ?? (i >= 0 ? expectedOf(loaded[i]!.revision) : 'no_stream'),
+        };
+      }),
+    );
+    const states = loaded.map((l) => l.state);
+    writes.forEach((w, k) => {
+      const i = indexOf(w.streamId);
+      if (i < 0) return;
+      const r = results[k]!;
+      const read = reads[i]!;
+      // Only when the store holds exactly our events after what we loaded (not an idempotent no-op).
+      if (r.nextExpectedRevision !== loaded[i]!.revision + w.events.length) return cache.forget(w.streamId, read.decider);
+      let s = loaded[i]!.state;
+      for (const e of w.events) s = read.decider.evolve(s, { type: e.type, data: e.data });
+      states[i] = s;
+      cache.remember(w.streamId, read.decider, { state: s, revision: r.nextExpectedRevision, position: r.position });
+    });
+    return { value, states, results, position: Math.max(...results.map((r) => r.position)) };
+  }, options);
 }
 
 /**
@@ -181,7 +166,6 @@ async function runCommand<C, S, E extends DomainEvent>(
   lane: Lane<S>,
 ): Promise<CommandResult<S, E>> {
   const cache = aggregateCache(store);
-  const maxAttempts = options.maxAttempts ?? RETRY.maxAttempts;
   // The predecessor's committed state, not yet durable: an append on it is answered only once a sync
   // covers both, but an answer without an append must first wait for the predecessor to end.
   let handed = lane.previous && (await lane.previous.committed);
@@ -239,8 +223,7 @@ async function runCommand<C, S, E extends DomainEvent>(
       cache.remember(streamId, decider, { state: after, revision: result.nextExpectedRevision, position: result.position });
       return { events, state: after, revision: result.nextExpectedRevision, position: result.position };
     } catch (err) {
-      if (!(err instanceof WrongExpectedRevisionError)) throw err;
-      if (attempt >= maxAttempts) throw unavailable(`too much contention on ${streamId}; try again`);
+      conflictToRetry(err, attempt, options);
       // Another process wrote. The predecessor's events become readable once it has ended.
       if (onHanded) await lane.previous!.settled;
       handed = undefined;

@@ -5,22 +5,23 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { EventStore } from '../gateways/event-store/port.js';
-import { WrongExpectedRevisionError } from '../gateways/event-store/port.js';
 import { isEvent } from './platform-events.js';
+import { retryOnConflict } from './retry.js';
 
 const KEY_STREAM = 'platform-keys';
 
 /** The recording-signing key: created once by whichever process asks first. */
 export async function loadSigningKey(events: EventStore): Promise<Buffer> {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const existing = await events.readStream(KEY_STREAM);
-    const found = existing.find((e) => isEvent(e, 'RecordingKeyCreated'));
-    if (found) return Buffer.from(found.data.key, 'base64');
-    try {
-      await events.appendToStream(KEY_STREAM, [{ type: 'RecordingKeyCreated', data: { key: randomBytes(32).toString('base64') } }], { expectedRevision: 'no_stream' });
-    } catch (err) {
-      if (!(err instanceof WrongExpectedRevisionError)) throw err;
-    }
-  }
-  throw new Error('could not load the recording key');
+  // Another process may create it first (a conflict): then its key is read on the next attempt.
+  return retryOnConflict(
+    async () => {
+      const existing = await events.readStream(KEY_STREAM);
+      const found = existing.find((e) => isEvent(e, 'RecordingKeyCreated'));
+      if (found) return Buffer.from(found.data.key, 'base64');
+      const key = randomBytes(32);
+      await events.appendToStream(KEY_STREAM, [{ type: 'RecordingKeyCreated', data: { key: key.toString('base64') } }], { expectedRevision: 'no_stream' });
+      return key;
+    },
+    { maxAttempts: 3, giveUp: () => new Error('could not load the recording key') },
+  );
 }

@@ -18,7 +18,7 @@ import type { Config } from '../config.js';
 import { SqliteReadStore } from '../gateways/read-store/sqlite.js';
 import { SqliteEventStore } from '../gateways/event-store/sqlite.js';
 import type { RecordedEvent } from '../gateways/event-store/port.js';
-import { openEventStore, openReadStore } from '../platform.js';
+import { openEventStore, openReadStore } from '../gateways/stores.js';
 import { AnalyticsStore } from '../analytics/store.js';
 import { AnalyticsModel } from '../analytics/model.js';
 import { projections as allProjections } from './index.js';

@@ -10,6 +10,7 @@ import type { EventStore, RecordedEvent, Subscription } from '../gateways/event-
 import type { Doc, DocWrite, ReadStore } from '../gateways/read-store/port.js';
 import { collectionOf, type Projection } from './projection.js';
 import { PositionWaiters } from './position-waiters.js';
+import { backoffMs } from '../domain/backoff.js';
 
 export interface ProjectionRunnerOptions {
   maxBatch?: number;
@@ -116,7 +117,7 @@ export class ProjectionRunner {
           // A store outage: retry the same batch; nothing of it was committed.
           this.options.logger?.error({ err, attempt }, 'projection batch failed; retrying');
           if (this.stopped) return;
-          await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** attempt)));
+          await new Promise((r) => setTimeout(r, backoffMs(attempt)));
         }
       }
     }

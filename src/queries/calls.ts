@@ -1,12 +1,18 @@
 /** Reading calls: tenant-checked lookup and the spec's call summary item. */
 import type { Context } from '../context.js';
 import type { AuthUser } from '../domain/auth-user.js';
-import type { CallDoc } from '../projections/calls.js';
+import type { CallDoc, MeteringDoc } from '../projections/calls.js';
 import { notFound } from '../domain/errors.js';
 import { summaryTime } from '../domain/time.js';
 
 /** How long a recording URL handed out in a read stays valid. */
 export const READ_RECORDING_TTL_MS = 24 * 3600 * 1000;
+
+/** Call `xnid`'s document (no tenant check: for the operator and signed URLs), null when unknown. */
+export const getCall = (ctx: Context, xnid: string): Promise<CallDoc | null> => ctx.reads.get<CallDoc>('calls', xnid);
+
+/** Service `svcId`'s call counts, null before its first call. */
+export const meteringOf = (ctx: Context, svcId: number): Promise<MeteringDoc | null> => ctx.reads.get<MeteringDoc>('metering', String(svcId));
 
 /**
  * A call the user may act on. Another tenant's call is answered exactly like an unknown one (404,

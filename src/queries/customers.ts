@@ -10,3 +10,11 @@ export async function customerPriority(ctx: Context, svcId: number, number: stri
     (number !== normalizePhone(number) ? await ctx.reads.get<CustomerDoc>('customers', customerKey(svcId, normalizePhone(number))) : null);
   return typeof doc?.priority === 'number' ? doc.priority : 0;
 }
+
+/** Service `svcId`'s customer with this number as given, else as normalised; null when none. */
+export async function customerByNumber(ctx: Context, svcId: number, number: string): Promise<CustomerDoc | null> {
+  return (
+    (await ctx.reads.get<CustomerDoc>('customers', customerKey(svcId, number))) ??
+    (await ctx.reads.get<CustomerDoc>('customers', customerKey(svcId, normalizePhone(number))))
+  );
+}

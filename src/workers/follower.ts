@@ -7,6 +7,7 @@
 import type { Context } from '../context.js';
 import type { Subscription } from '../gateways/event-store/port.js';
 import { eventTypes, type EventType, type Recorded } from '../commands/platform-events.js';
+import { backoffMs } from '../domain/backoff.js';
 
 /**
  * The stored checkpoint trails the handled events by at most this long. A crash replays what it had
@@ -112,7 +113,7 @@ export async function follow<T extends EventType>(
           // Stopping: the event is left for the next start, which handles it again.
           if (stopped) throw err;
           ctx.logger.error({ err, worker: name, position: e.position, attempt }, 'worker failed on an event; retrying');
-          await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** attempt)));
+          await new Promise((r) => setTimeout(r, backoffMs(attempt)));
         }
       }
     } finally {

@@ -13,7 +13,7 @@ import { dropRedisKeys } from '../support/redis-keys.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { KurrentDbDouble } from '../support/kurrentdb-double.js';
 import { MongoDouble } from '../support/mongo-double/server.js';
-import { buildPlatform, RoleProcess, type Build } from '../support/processes.js';
+import { buildPlatform, PlatformProcess, type Build } from '../support/processes.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { ADMIN, teamDoc } from '../support/fixtures.js';
 import { OPERATOR_TOKEN } from '../support/server.js';
@@ -29,13 +29,13 @@ describe.skipIf(!redisUrl)('npm start with EVENTSTORE_URL, MONGODB_URL and REDIS
   let kurrent: KurrentDbDouble;
   let mongo: MongoDouble;
   let rx: Receiver;
-  let server: RoleProcess | undefined;
+  let server: PlatformProcess | undefined;
   const dirs: string[] = [];
 
   const start = async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'ct-engines-'));
     dirs.push(dataDir);
-    return RoleProcess.start(build, 'server', {
+    return PlatformProcess.start(build, 'server', {
       EVENTSTORE_URL: kurrent.connectionString(),
       MONGODB_URL: mongo.url('telephony'),
       REDIS_URL: redisUrl,

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KurrentDbDouble } from '../support/kurrentdb-double.js';
-import { buildPlatform, RoleProcess, type Build } from '../support/processes.js';
+import { buildPlatform, PlatformProcess, type Build } from '../support/processes.js';
 import { OPERATOR_TOKEN, exampleDoc } from '../support/server.js';
 
 let build: Build;
@@ -21,7 +21,7 @@ describe('npm start with EVENTSTORE_URL', () => {
     const double = new KurrentDbDouble();
     const url = await double.start();
     const dataDir = mkdtempSync(path.join(tmpdir(), 'ct-kdb-'));
-    let server = await RoleProcess.start(build, 'server', { EVENTSTORE_URL: url, DATA_DIR: dataDir });
+    let server = await PlatformProcess.start(build, 'server', { EVENTSTORE_URL: url, DATA_DIR: dataDir });
     try {
       const put = await fetch(`${server.url}/ops/v1/provisioning`, {
         method: 'PUT',
@@ -32,7 +32,7 @@ describe('npm start with EVENTSTORE_URL', () => {
       expect(double.log.some((e) => e.type === 'ServiceProvisioned')).toBe(true);
       await server.stop();
       // Same event store, a fresh read store: the projector rebuilds the read models from KurrentDB.
-      server = await RoleProcess.start(build, 'server', { EVENTSTORE_URL: url.replace('kurrentdb://', 'esdb://'), DATA_DIR: mkdtempSync(path.join(tmpdir(), 'ct-kdb-')) });
+      server = await PlatformProcess.start(build, 'server', { EVENTSTORE_URL: url.replace('kurrentdb://', 'esdb://'), DATA_DIR: mkdtempSync(path.join(tmpdir(), 'ct-kdb-')) });
       const auth = `Basic ${Buffer.from('acme-admin:s3cret-admin').toString('base64')}`;
       const login = await fetch(`${server.url}/api/v1/login`, { headers: { authorization: auth } });
       expect(login.status).toBe(200);
@@ -47,7 +47,7 @@ describe('npm start with EVENTSTORE_URL', () => {
     const double = new KurrentDbDouble({ version: '24.10.0', multiStreamAppend: false });
     const url = await double.start();
     try {
-      const server = await RoleProcess.start(build, 'server', { EVENTSTORE_URL: url, DATA_DIR: mkdtempSync(path.join(tmpdir(), 'ct-kdb-')) }, false);
+      const server = await PlatformProcess.start(build, 'server', { EVENTSTORE_URL: url, DATA_DIR: mkdtempSync(path.join(tmpdir(), 'ct-kdb-')) }, false);
       const { code } = await server.exited;
       expect(code).not.toBe(0);
       expect(server.log()).toMatch(/KurrentDB 25\.1 or newer is required/);

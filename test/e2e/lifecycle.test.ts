@@ -3,115 +3,33 @@
  * acknowledged write, graceful SIGTERM with a request in flight, and the operator CLI.
  * The child processes run the compiled code, built once into a temporary directory.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, realpathSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_TOKEN, exampleDoc, startProvisioned, startServer } from '../support/server.js';
 import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
 import { MongoDouble } from '../support/mongo-double/server.js';
 import { engineEnv, engineStream, onEngines } from '../support/engines.js';
+import { PlatformProcess, basic, buildPlatform, type Build } from '../support/processes.js';
 
-const root = path.resolve(import.meta.dirname, '../..');
+let build: Build;
 let work: string;
-let out: string;
 
 beforeAll(() => {
-  work = mkdtempSync(path.join(tmpdir(), 'ct-life-'));
-  out = path.join(work, 'build');
-  const tsc = spawnSync(path.join(root, 'node_modules/.bin/tsc'), ['-p', path.join(root, 'tsconfig.build.json'), '--outDir', out], { encoding: 'utf8' });
-  if (tsc.status !== 0) throw new Error(`build failed: ${tsc.stdout}${tsc.stderr}`);
-  // The built files resolve packages from the project's node_modules and are ES modules.
-  symlinkSync(realpathSync(path.join(root, 'node_modules')), path.join(work, 'node_modules'), 'dir');
-  writeFileSync(path.join(work, 'package.json'), JSON.stringify({ type: 'module' }));
+  build = buildPlatform();
+  work = build.dir;
 }, 120_000);
 
 afterAll(() => {
-  rmSync(work, { recursive: true, force: true });
+  build.remove();
 });
 
-const newDataDir = () => mkdtempSync(path.join(work, 'data-'));
-const writeDoc = (doc: unknown) => {
-  const file = path.join(mkdtempSync(path.join(work, 'doc-')), 'provisioning.json');
-  writeFileSync(file, JSON.stringify(doc));
-  return file;
-};
-const basic = (u: string, p: string) => ({ authorization: `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}` });
+const newDataDir = () => build.tempDir('data-');
+const writeDoc = (doc: unknown) => build.writeJson(doc, 'provisioning.json');
 
-interface LogLine {
-  msg?: string;
-  [k: string]: unknown;
-}
-
-/** The server as a real child process (`node build/src/main.js`), its JSON log parsed line by line. */
-class ServerProcess {
-  readonly lines: LogLine[] = [];
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  url = '';
-  private listeners: Array<() => void> = [];
-
-  private constructor(readonly proc: ChildProcess) {
-    createInterface({ input: proc.stdout! }).on('line', (raw) => {
-      try {
-        this.lines.push(JSON.parse(raw) as LogLine);
-      } catch {
-        this.lines.push({ msg: raw });
-      }
-      for (const l of this.listeners) l();
-    });
-    proc.stderr!.on('data', (d) => this.lines.push({ msg: `stderr: ${d}` }));
-    this.exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
-    void this.exited.then(() => this.listeners.forEach((l) => l()));
-  }
-
-  static async start(dataDir: string, env: Record<string, string> = {}): Promise<ServerProcess> {
-    const proc = spawn(process.execPath, [path.join(out, 'src/main.js')], {
-      // E2E_ENGINES=doubles: the process runs on the same engine doubles as a startServer on this DATA_DIR.
-      env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', SOCKET_PORT: '0', DATA_DIR: dataDir, OPERATOR_TOKEN, RATE_LIMIT_RPS: '0', LOG_LEVEL: 'info', ...(await engineEnv(dataDir)), ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const server = new ServerProcess(proc);
-    const started = await server.waitForLine((l) => l.msg === 'cloud-telephony started');
-    server.url = started.httpUrl as string;
-    return server;
-  }
-
-  /** Resolves with the first log line (already seen or coming) that matches; fails on exit or after the deadline. */
-  waitForLine(match: (l: LogLine) => boolean, timeoutMs = 15_000): Promise<LogLine> {
-    return new Promise((resolve, reject) => {
-      const check = () => {
-        const found = this.lines.find(match);
-        if (found) {
-          done();
-          resolve(found);
-        } else if (this.proc.exitCode !== null || this.proc.signalCode !== null) {
-          done();
-          reject(new Error(`server exited before the awaited log line; log:\n${this.log()}`));
-        }
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(new Error(`no such log line within ${timeoutMs} ms; log:\n${this.log()}`));
-      }, timeoutMs);
-      const done = () => {
-        clearTimeout(timer);
-        this.listeners = this.listeners.filter((l) => l !== check);
-      };
-      this.listeners.push(check);
-      check();
-    });
-  }
-
-  log() {
-    return this.lines.map((l) => JSON.stringify(l)).join('\n');
-  }
-
-  fetch(p: string, init: RequestInit = {}) {
-    return fetch(this.url + p, init);
-  }
-}
+/** The server as a real child process on `dataDir`: E2E_ENGINES=doubles runs it on the same engine doubles as a startServer there. */
+const startProcess = async (dataDir: string, env: Record<string, string> = {}) => PlatformProcess.start(build, 'server', { DATA_DIR: dataDir, ...(await engineEnv(dataDir)), ...env });
 
 describe('restart on the same DATA_DIR', () => {
   it('keeps users, their changed passwords and profiles', async () => {
@@ -144,7 +62,7 @@ describe('restart on the same DATA_DIR', () => {
 describe('the server as a process', () => {
   it('kill -9 right after an acknowledged POST /api/v1/user-password loses nothing', async () => {
     const dataDir = newDataDir();
-    const server = await ServerProcess.start(dataDir, { PROVISION_FILE: writeDoc(exampleDoc()) });
+    const server = await startProcess(dataDir, { PROVISION_FILE: writeDoc(exampleDoc()) });
     const admin = basic('acme-admin', 's3cret-admin');
     for (let i = 1; i <= 5; i++) {
       const res = await server.fetch('/api/v1/user', { method: 'POST', headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify({ email: `admin${i}@acme.test` }) });
@@ -168,7 +86,7 @@ describe('the server as a process', () => {
   // With and without the embedded stores' threads (EMBEDDED_THREADS: auto is off on a 2-core machine).
   it.each(['off', 'on'])('kill -9 during a burst of grouped commands loses no acknowledged one (EMBEDDED_THREADS=%s)', async (threads) => {
     const dataDir = newDataDir();
-    const server = await ServerProcess.start(dataDir, { PROVISION_FILE: writeDoc(exampleDoc()), EMBEDDED_THREADS: threads });
+    const server = await startProcess(dataDir, { PROVISION_FILE: writeDoc(exampleDoc()), EMBEDDED_THREADS: threads });
     const admin = { ...basic('acme-admin', 's3cret-admin'), 'content-type': 'application/x-www-form-urlencoded' };
     const acknowledged: string[] = [];
     let killed = false;
@@ -204,8 +122,8 @@ describe('the server as a process', () => {
 
   it.each(['off', 'on'])('two processes on one DATA_DIR: every command decides on the last acknowledged write, whichever process made it (EMBEDDED_THREADS=%s)', async (threads) => {
     const dataDir = newDataDir();
-    const a = await ServerProcess.start(dataDir, { PROVISION_FILE: writeDoc(exampleDoc()), EMBEDDED_THREADS: threads });
-    const b = await ServerProcess.start(dataDir, { ROLES: 'api', EMBEDDED_THREADS: threads });
+    const a = await startProcess(dataDir, { PROVISION_FILE: writeDoc(exampleDoc()), EMBEDDED_THREADS: threads });
+    const b = await startProcess(dataDir, { ROLES: 'api', EMBEDDED_THREADS: threads });
     const admin = basic('acme-admin', 's3cret-admin');
     try {
       // Alternating processes and break codes: each process's cached agent is behind the other's
@@ -233,7 +151,7 @@ describe('the server as a process', () => {
 
   it('SIGTERM finishes the request in flight, then exits with code 0', async () => {
     const dataDir = newDataDir();
-    const server = await ServerProcess.start(dataDir, { LOG_LEVEL: 'debug' });
+    const server = await startProcess(dataDir, { LOG_LEVEL: 'debug' });
     // A document whose many password hashes keep the request busy for a second or more.
     const doc = exampleDoc();
     for (let i = 0; i < 30; i++) doc.users.push({ id: 100 + i, username: `bulk-${i}`, password: `bulk-password-${i}`, services: [101] });
@@ -263,7 +181,7 @@ describe('the server as a process', () => {
 
 describe('telephony CLI', () => {
   const cli = (args: string[], dataDir: string) =>
-    spawnSync(process.execPath, [path.join(out, 'src/cli/telephony.js'), ...args], {
+    spawnSync(process.execPath, [build.cli, ...args], {
       env: { PATH: process.env.PATH, DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
       encoding: 'utf8',
       timeout: 30_000,
@@ -344,7 +262,7 @@ describe('the server as a process on MONGODB_URL (the MongoDB wire-protocol doub
       const dataDir = newDataDir();
       const asha = basic('asha', 's3cret-asha');
       const admin = basic('acme-admin', 's3cret-admin');
-      const first = await ServerProcess.start(dataDir, { ...env, PROVISION_FILE: writeDoc(exampleDoc()) });
+      const first = await startProcess(dataDir, { ...env, PROVISION_FILE: writeDoc(exampleDoc()) });
       const res = await first.fetch('/api/v1/agents?break=3', { method: 'PATCH', headers: asha });
       expect([res.status, await res.json()]).toEqual([200, { status: 0, break: 3 }]);
       expect(existsSync(path.join(dataDir, 'read.db'))).toBe(false);
@@ -352,7 +270,7 @@ describe('the server as a process on MONGODB_URL (the MongoDB wire-protocol doub
       first.proc.kill('SIGKILL');
       expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
 
-      const second = await ServerProcess.start(dataDir, env);
+      const second = await startProcess(dataDir, env);
       const dashboard = await (await second.fetch('/api/v1/dashboard?svc-id=101', { headers: admin })).json();
       expect(dashboard.agentsData.find((a: { id: number }) => a.id === 1001).status).toBe('3');
       second.proc.kill('SIGTERM');

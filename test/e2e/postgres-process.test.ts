@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { dropRedisKeys } from '../support/redis-keys.js';
-import { buildPlatform, RoleProcess, type Build } from '../support/processes.js';
+import { buildPlatform, PlatformProcess, type Build } from '../support/processes.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { ADMIN, teamDoc } from '../support/fixtures.js';
 import { OPERATOR_TOKEN } from '../support/server.js';
@@ -30,14 +30,14 @@ const basic = ([u, p]: [string, string]) => `Basic ${Buffer.from(`${u}:${p}`).to
 describe.skipIf(!redisUrl || !pgUp)('npm start with DATABASE_URL and REDIS_URL', () => {
   let build: Build;
   let rx: Receiver;
-  const procs: RoleProcess[] = [];
+  const procs: PlatformProcess[] = [];
   const dirs: string[] = [];
   const dbs: string[] = [];
 
   const start = async (databaseUrl: string, name: string, env: Record<string, string> = {}, waitStarted = true) => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'ct-pg-'));
     dirs.push(dataDir);
-    const p = await RoleProcess.start(
+    const p = await PlatformProcess.start(
       build,
       name,
       { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_PREFIX: `${prefix}-${dbs.length}`, DATA_DIR: dataDir, SIM_ANSWER_MS: '50', WEBHOOK_ALLOW_PRIVATE: 'true', ...env },
@@ -46,7 +46,7 @@ describe.skipIf(!redisUrl || !pgUp)('npm start with DATABASE_URL and REDIS_URL',
     procs.push(p);
     return p;
   };
-  const client = (server: () => RoleProcess) => ({
+  const client = (server: () => PlatformProcess) => ({
     api: (p: string, init: RequestInit & { form?: Record<string, string> } = {}) =>
       fetch(server().url + p, {
         ...init,

@@ -14,7 +14,7 @@ import { dropRedisKeys } from '../support/redis-keys.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
 import { LEG_EVENT_TYPES } from '../../src/domain/call-events.js';
-import { buildPlatform, RoleProcess, type Build } from '../support/processes.js';
+import { buildPlatform, PlatformProcess, type Build } from '../support/processes.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { LineClient } from '../support/socket-client.js';
 import { ADMIN, GLOBEX, teamDoc } from '../support/fixtures.js';
@@ -36,12 +36,12 @@ describe.skipIf(!redisUrl)('roles as separate processes on one DATA_DIR and Redi
   let rx: Receiver;
   let log: SqliteEventStore;
   let socket: LineClient;
-  const procs: RoleProcess[] = [];
-  let api1: RoleProcess;
-  let api2: RoleProcess;
-  let projector: RoleProcess;
-  let worker: RoleProcess;
-  let socketProc: RoleProcess;
+  const procs: PlatformProcess[] = [];
+  let api1: PlatformProcess;
+  let api2: PlatformProcess;
+  let projector: PlatformProcess;
+  let worker: PlatformProcess;
+  let socketProc: PlatformProcess;
 
   const env = () => ({
     DATA_DIR: dataDir,
@@ -54,18 +54,18 @@ describe.skipIf(!redisUrl)('roles as separate processes on one DATA_DIR and Redi
     RATE_LIMIT_RPS: String(RATE),
     OTP_SENDS_PER_15MIN: String(OTP_SENDS),
   });
-  async function start(name: string, roles: string): Promise<RoleProcess> {
-    const p = await RoleProcess.start(build, name, { ...env(), ROLES: roles });
+  async function start(name: string, roles: string): Promise<PlatformProcess> {
+    const p = await PlatformProcess.start(build, name, { ...env(), ROLES: roles });
     procs.push(p);
     return p;
   }
-  const api = (p: RoleProcess, path: string, init: RequestInit & { form?: Record<string, string>; as?: [string, string] } = {}) =>
+  const api = (p: PlatformProcess, path: string, init: RequestInit & { form?: Record<string, string>; as?: [string, string] } = {}) =>
     fetch(p.url + path, {
       ...init,
       headers: { authorization: basic(init.as ?? ADMIN), ...(init.form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}), ...(init.headers as object) },
       body: init.form ? new URLSearchParams(init.form).toString() : init.body,
     });
-  const ops = (p: RoleProcess, path: string, init: RequestInit = {}) =>
+  const ops = (p: PlatformProcess, path: string, init: RequestInit = {}) =>
     fetch(p.url + path, { ...init, headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': 'application/json', ...(init.headers as object) } });
   const types = async (xnid: string) => (await log.readStream(`call-${xnid}`)).map((e) => e.type);
   const reachedInLog = async (xnid: string, type: string, ms = 20_000) => {
@@ -76,7 +76,7 @@ describe.skipIf(!redisUrl)('roles as separate processes on one DATA_DIR and Redi
       throw new Error(`${(err as Error).message}; the call's events: ${(await types(xnid)).join(', ')}; the worker's last lines:\n${tail}`);
     }
   };
-  const healthOf = async (p: RoleProcess) => {
+  const healthOf = async (p: PlatformProcess) => {
     const line = await p.waitForLine((l) => l.msg === 'health endpoints listening');
     return `http://127.0.0.1:${line.port as number}`;
   };
@@ -128,14 +128,14 @@ describe.skipIf(!redisUrl)('roles as separate processes on one DATA_DIR and Redi
   it('runs calls, webhooks and the socket through the roles while the projector and the worker are killed and restarted', async () => {
     socket = await LineClient.authed(socketProc.socketPort, 101, 'k-101-secret');
     const calls: string[] = [];
-    const place = async (p: RoleProcess, sip: string) => {
+    const place = async (p: PlatformProcess, sip: string) => {
       const res = await api(p, '/api/v1/calls', { method: 'POST', form: { number: `98765432${10 + calls.length}`, 'agent-sip': sip } });
       expect(res.status, await res.clone().text()).toBe(200);
       const { id } = (await res.json()) as { id: string };
       calls.push(id);
       return id;
     };
-    const agentsFree = async (p: RoleProcess) => ((await (await api(p, '/api/v1/agents-free?svc-id=101')).json()) as { id: number }[]).map((a) => a.id).sort();
+    const agentsFree = async (p: PlatformProcess) => ((await (await api(p, '/api/v1/agents-free?svc-id=101')).json()) as { id: number }[]).map((a) => a.id).sort();
 
     // Round 1: three calls bridged, then the projector dies. Hang-ups are taken by the api processes
     // (they append), carried out by the worker, and answered once the restarted projector caught up.
@@ -144,7 +144,7 @@ describe.skipIf(!redisUrl)('roles as separate processes on one DATA_DIR and Redi
     await projector.kill9();
     // Requests wait for the read models (read-your-writes), so these wait for the new projector; one
     // that waited too long is answered 503 with nothing done, and is sent again as a client would.
-    const hangup = async (p: RoleProcess, xnid: string) => {
+    const hangup = async (p: PlatformProcess, xnid: string) => {
       for (;;) {
         const res = await api(p, '/api/v1/hangup', { method: 'POST', form: { xnid } });
         if (res.status !== 503) return res.status;
@@ -206,7 +206,7 @@ describe.skipIf(!redisUrl)('roles as separate processes on one DATA_DIR and Redi
   }, 180_000);
 
   it('the per-credential rate limit is one count across both api processes, kept in Redis', async () => {
-    const ping = (p: RoleProcess) => api(p, '/api/v1/ping', { as: GLOBEX });
+    const ping = (p: PlatformProcess) => api(p, '/api/v1/ping', { as: GLOBEX });
     // Alternating processes, the remaining count goes down by one per request (or starts a new window).
     let last = RATE;
     for (let i = 0; i < 8; i++) {
@@ -241,7 +241,7 @@ describe.skipIf(!redisUrl)('roles as separate processes on one DATA_DIR and Redi
   }, 60_000);
 
   it('the OTP send limit holds across both api processes, one after another and all at once', async () => {
-    const otp = (p: RoleProcess, number: string) => api(p, `/api/v1/otp?number=${number}&service-id=101`);
+    const otp = (p: PlatformProcess, number: string) => api(p, `/api/v1/otp?number=${number}&service-id=101`);
     const statuses: number[] = [];
     for (let i = 0; i < OTP_SENDS + 2; i++) statuses.push((await otp(i % 2 ? api2 : api1, '9812300001')).status);
     expect(statuses).toEqual([...Array(OTP_SENDS).fill(200), 429, 429]);

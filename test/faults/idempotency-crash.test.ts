@@ -8,14 +8,14 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
 import { teamDoc } from '../support/fixtures.js';
-import { ADMIN_AUTH, ServerProcess, buildOnce, type Build } from '../support/process.js';
+import { ADMIN_AUTH, PlatformProcess, buildPlatform, type Build } from '../support/processes.js';
 import { until } from '../support/until.js';
 
 let build: Build;
-const running: ServerProcess[] = [];
+const running: PlatformProcess[] = [];
 
 beforeAll(() => {
-  build = buildOnce();
+  build = buildPlatform();
 }, 180_000);
 
 afterAll(async () => {
@@ -24,7 +24,7 @@ afterAll(async () => {
 });
 
 async function start(dataDir: string, env: Record<string, string> = {}) {
-  const p = await ServerProcess.start(build, dataDir, { SIM_ANSWER_MS: '50', ...env });
+  const p = await PlatformProcess.onDataDir(build, dataDir, { SIM_ANSWER_MS: '50', ...env });
   running.push(p);
   return p;
 }
@@ -39,7 +39,7 @@ interface Sent {
 
 const RETRY_DEADLINE_MS = 15_000;
 
-function request(p: ServerProcess, r: Sent, signal?: AbortSignal) {
+function request(p: PlatformProcess, r: Sent, signal?: AbortSignal) {
   const body: Record<string, string> = r.kind === 'call' ? { number: r.number } : { number: r.number, message: 'idempotent', 'service-id': '101' };
   return p.fetch(r.kind === 'call' ? '/api/v1/calls' : '/api/v1/send-sms', {
     method: 'POST',

@@ -24,7 +24,7 @@ import { PostgresEventStore } from '../../src/gateways/event-store/postgres.js';
 import { ADMIN, teamDoc } from '../support/fixtures.js';
 import { netnsUnavailable, TestNet, type Host } from '../support/netns.js';
 import { startPostgres, startRedis, type NetPostgres, type NetRedis } from '../support/net-servers.js';
-import { buildPlatform, RoleProcess, type Build } from '../support/processes.js';
+import { buildPlatform, PlatformProcess, type Build } from '../support/processes.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { LineClient } from '../support/socket-client.js';
 import { OPERATOR_TOKEN } from '../support/server.js';
@@ -49,10 +49,10 @@ describe.skipIf(!!why)('roles on separate hosts (network namespaces) under fault
   let build: Build;
   let log: PostgresEventStore;
   let socket: LineClient;
-  const procs: RoleProcess[] = [];
+  const procs: PlatformProcess[] = [];
   const dirs: string[] = [];
   const hosts = {} as Record<'api1' | 'api2' | 'workerA' | 'workerB' | 'projector' | 'socket', Host>;
-  const roles = {} as Record<keyof typeof hosts, RoleProcess>;
+  const roles = {} as Record<keyof typeof hosts, PlatformProcess>;
   /** Every call an api acknowledged (200 with an id), with the number it dialled. */
   const acked: Array<{ id: string; number: string }> = [];
   let dialled = 0;
@@ -77,23 +77,23 @@ describe.skipIf(!!why)('roles on separate hosts (network namespaces) under fault
       WEBHOOK_RETRY_MS: '200,400,800,1600',
       RATE_LIMIT_RPS: '0',
     };
-    const p = await RoleProcess.start(build, `${key}(${role})`, env, true, net.exec(host));
+    const p = await PlatformProcess.start(build, `${key}(${role})`, env, { wrap: net.exec(host) });
     procs.push(p);
     roles[key] = p;
     return p;
   };
-  const api = (p: RoleProcess, url: string, init: RequestInit & { form?: Record<string, string> } = {}) =>
+  const api = (p: PlatformProcess, url: string, init: RequestInit & { form?: Record<string, string> } = {}) =>
     fetch(p.url + url, {
       ...init,
       headers: { authorization: basic(ADMIN), ...(init.form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
       body: init.form ? new URLSearchParams(init.form).toString() : init.body,
       signal: AbortSignal.timeout(20_000),
     });
-  const ops = (p: RoleProcess, url: string, init: RequestInit = {}) =>
+  const ops = (p: PlatformProcess, url: string, init: RequestInit = {}) =>
     fetch(p.url + url, { ...init, headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': 'application/json' }, signal: AbortSignal.timeout(20_000) });
 
   /** Places a call through `p` to a number never used before; 200s are recorded as acknowledged. */
-  const place = async (p: RoleProcess) => {
+  const place = async (p: PlatformProcess) => {
     const number = `98765${String(10_100 + dialled).slice(-5)}`;
     const agent = AGENTS[dialled % AGENTS.length]!;
     dialled++;
@@ -102,13 +102,13 @@ describe.skipIf(!!why)('roles on separate hosts (network namespaces) under fault
     else await res.body?.cancel();
     return res.status;
   };
-  const setAgent = async (p: RoleProcess, agent: (typeof AGENTS)[number], status: 0 | 2) => {
+  const setAgent = async (p: PlatformProcess, agent: (typeof AGENTS)[number], status: 0 | 2) => {
     const res = await api(p, `/api/v1/agents?status=${status}&agent-number=${agent.number}`, { method: 'PATCH' });
     await res.body?.cancel();
     return res.status;
   };
   /** Calls and agent commands through both apis until stopped: what each answered, by status. */
-  const load = (apis: () => RoleProcess[]) => {
+  const load = (apis: () => PlatformProcess[]) => {
     const statuses = new Map<number, number>();
     let stop = false;
     const count = (s: number) => statuses.set(s, (statuses.get(s) ?? 0) + 1);

@@ -8,16 +8,16 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
 import { teamDoc } from '../support/fixtures.js';
-import { ADMIN_AUTH, OPS_AUTH, ServerProcess, basic, buildOnce, freePort, type Build } from '../support/process.js';
+import { ADMIN_AUTH, OPS_AUTH, PlatformProcess, basic, buildPlatform, freePort, type Build } from '../support/processes.js';
 import { until } from '../support/until.js';
 import { startReceiver } from '../support/receiver.js';
 
 let build: Build;
-const running: ServerProcess[] = [];
+const running: PlatformProcess[] = [];
 const redises: ChildProcess[] = [];
 
 beforeAll(() => {
-  build = buildOnce();
+  build = buildPlatform();
 }, 180_000);
 
 afterAll(async () => {
@@ -27,7 +27,7 @@ afterAll(async () => {
 });
 
 async function start(dataDir: string, env: Record<string, string> = {}) {
-  const p = await ServerProcess.start(build, dataDir, { SIM_ANSWER_MS: '50', ...env });
+  const p = await PlatformProcess.onDataDir(build, dataDir, { SIM_ANSWER_MS: '50', ...env });
   running.push(p);
   return p;
 }
@@ -47,12 +47,12 @@ async function callTypes(events: SqliteEventStore, xnid: string) {
   return (await events.readStream(`call-${xnid}`)).map((e) => e.type);
 }
 
-async function freeAgentIds(p: ServerProcess): Promise<number[]> {
+async function freeAgentIds(p: PlatformProcess): Promise<number[]> {
   const res = await p.fetch('/api/v1/agents-free?svc-id=101', { headers: ADMIN_AUTH });
   return ((await res.json()) as { id: number }[]).map((a) => a.id);
 }
 
-async function placeWithAsha(p: ServerProcess, events: SqliteEventStore): Promise<string> {
+async function placeWithAsha(p: PlatformProcess, events: SqliteEventStore): Promise<string> {
   expect((await p.fetch('/api/v1/agents?status=0&agent-number=9100001001', { method: 'PATCH', headers: ADMIN_AUTH })).status).toBe(200);
   const res = await p.fetch('/api/v1/calls', form(ADMIN_AUTH, { number: '9876543210', 'agent-sip': 'asha' }));
   expect(res.status).toBe(200);
@@ -102,7 +102,7 @@ describe('one active worker and a standby', () => {
     try {
       const xnid = await placeWithAsha(first, events);
       const before = (await events.readAll({ maxCount: 1_000_000 })).length;
-      const again = await ServerProcess.start(build, dataDir, { SIM_ANSWER_MS: '50', ...env }, { waitStarted: false });
+      const again = await PlatformProcess.onDataDir(build, dataDir, { SIM_ANSWER_MS: '50', ...env }, { waitStarted: false });
       running.push(again);
       const exit = await again.exited;
       expect(exit.code).not.toBe(0);

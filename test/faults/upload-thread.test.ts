@@ -7,10 +7,10 @@ import { PassThrough } from 'node:stream';
 import ExcelJS from 'exceljs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { teamDoc } from '../support/fixtures.js';
-import { ADMIN_AUTH, ServerProcess, basic, buildOnce, type Build } from '../support/process.js';
+import { ADMIN_AUTH, PlatformProcess, basic, buildPlatform, type Build } from '../support/processes.js';
 
 let build: Build;
-let server: ServerProcess;
+let server: PlatformProcess;
 const GLOBEX_AUTH = basic('globex-admin', 's3cret-globex');
 
 /** A sheet that costs seconds to read and stores nothing much: every row's number is invalid (skipped). */
@@ -37,8 +37,8 @@ function upload(bytes: Buffer, campaign: number) {
 }
 
 beforeAll(async () => {
-  build = buildOnce();
-  server = await ServerProcess.start(build, build.tempDir('data-'), { PROVISION_FILE: build.writeJson(teamDoc()) });
+  build = buildPlatform();
+  server = await PlatformProcess.onDataDir(build, build.tempDir('data-'), { PROVISION_FILE: build.writeJson(teamDoc()) });
 }, 180_000);
 
 afterAll(async () => {

@@ -46,6 +46,7 @@ import {
   matchesExpected,
 } from './port.js';
 import { unavailable } from '../../domain/errors.js';
+import { backoffMs, type Backoff } from '../../domain/backoff.js';
 import { gatheredBatches } from './subscription.js';
 import {
   MIN_SERVER_VERSION,
@@ -72,7 +73,7 @@ export interface KurrentDbOptions {
   /** Told about dropped subscriptions and retried appends. */
   log?: (level: 'warn' | 'info', message: string, details?: Record<string, unknown>) => void;
   /** Resubscribe back-off after a drop: first delay and cap, in ms. */
-  resubscribeMs?: { first: number; max: number };
+  resubscribeMs?: Backoff;
   /** Attempts of an append whose outcome was unknown (the id check makes each retry safe). */
   appendAttempts?: number;
   /** The events' time (epoch ms), kept in their metadata (kurrentdb-mapping.ts, TIME_KEY); default Date.now. */
@@ -160,7 +161,7 @@ export class KurrentDbEventStore implements EventStore {
           throw unavailable('the event store did not confirm the append; nothing of it was stored');
         } else if (remaining.length > 0) {
           this.options.log?.('warn', 'event store: append outcome unknown; retrying', { attempt, err: String(err) });
-          await sleep(Math.min(2000, 100 * 2 ** attempt));
+          await sleep(backoffMs(attempt, APPEND_BACKOFF));
         }
         pending = remaining;
       }
@@ -309,7 +310,7 @@ export class KurrentDbEventStore implements EventStore {
     const self = this;
 
     async function* iterate(): AsyncGenerator<RecordedEvent> {
-      let delay = backoff.first;
+      let dropped = 0;
       try {
         while (!closed && !self.closed) {
           const sub = self.client.subscribeToAll({ fromPosition: last ? fromPosition(last) : START, filter: self.filter });
@@ -321,7 +322,7 @@ export class KurrentDbEventStore implements EventStore {
               // Never twice: after a resubscription nothing at or before the last delivered position.
               if (!e || e.position <= last) continue;
               last = e.position;
-              delay = backoff.first;
+              dropped = 0;
               yield e;
             }
             if (closed || self.closed) return;
@@ -333,14 +334,14 @@ export class KurrentDbEventStore implements EventStore {
             void sub.unsubscribe().catch(() => {});
           }
           await new Promise<void>((resolve) => {
-            const t = setTimeout(resolve, delay);
+            const t = setTimeout(resolve, backoffMs(dropped, backoff));
             wake = () => {
               clearTimeout(t);
               resolve();
             };
           });
           wake = null;
-          delay = Math.min(backoff.max, delay * 2);
+          dropped++;
         }
       } finally {
         close();
@@ -364,4 +365,6 @@ export class KurrentDbEventStore implements EventStore {
   }
 }
 
+/** The wait before resending an append whose outcome is unknown. */
+const APPEND_BACKOFF: Backoff = { first: 100, max: 2000 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

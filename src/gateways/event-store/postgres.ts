@@ -34,6 +34,7 @@ import { LogListener, OwnTail, type Outcome, type Sent } from './postgres-tail.j
 import { mergeAppends } from './kurrentdb-mapping.js';
 import { APPEND_MS, timed, isTimeout, jsonbSafe, migrate, noNul, openPool, schemaName, type PgOptions } from '../postgres.js';
 import { channelOf, eventLogDdl } from './postgres-schema.js';
+import { backoffMs } from '../../domain/backoff.js';
 
 export interface PostgresEventStoreOptions extends PgOptions {
   clock?: () => number;
@@ -229,7 +230,7 @@ export class PostgresEventStore implements EventStore {
         // Unreachable (no answer in time): a resend would wait as long again; the request answers 503 now.
         if (attempt >= ATTEMPTS || this.closed || isTimeout(err)) throw err;
         this.options.log?.('warn', 'event store: append outcome unknown; sending again', { attempt, err: String(err) });
-        await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
+        await new Promise((r) => setTimeout(r, backoffMs(attempt, { first: 100, max: 100 * 2 ** ATTEMPTS })));
       }
     }
   }

@@ -10,7 +10,7 @@
  */
 import type Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { type AppendResult, type ExpectedRevision, WrongExpectedRevisionError, matchesExpected } from './port.js';
+import { type AppendResult, type ExpectedRevision, type StreamAppend, WrongExpectedRevisionError, matchesExpected } from './port.js';
 import { LogWrites } from './sqlite-layout.js';
 
 export type Outcome = { ok: AppendResult[] } | { err: unknown };
@@ -253,4 +253,19 @@ export class GroupWriter {
     this.log.setHead(streamId, revision, position, first);
     return { nextExpectedRevision: revision, position };
   }
+}
+
+/** A stream's append as the writer stores it: JSON made here, on the caller's thread, with the command's time. */
+export function prepare({ streamId, events, expectedRevision }: StreamAppend, time: number): PreparedAppend {
+  return {
+    streamId,
+    expectedRevision,
+    time,
+    events: events.map((e) => ({
+      id: e.id ?? null,
+      type: e.type,
+      data: JSON.stringify(e.data ?? null),
+      metadata: e.metadata ? JSON.stringify(e.metadata) : '{}',
+    })),
+  };
 }

@@ -22,6 +22,7 @@
  * chained. Such files keep working as they are (no rewrite of the log at start).
  */
 import type Database from 'better-sqlite3';
+import type { RecordedEvent } from './port.js';
 
 export type Layout = 'chained' | 'indexed';
 
@@ -181,3 +182,26 @@ export function firstEventSql(layout: Layout): string | null {
   if (layout === 'indexed') return null;
   return 'SELECT e.position, e.id, e.stream_id, e.revision, e.type, e.data, e.metadata, e.time FROM streams s JOIN events e ON e.position = s.first WHERE s.stream_id = @stream AND e.position < @below';
 }
+
+/** An event's row as the readers select it. */
+export interface Row {
+  position: number;
+  id: string;
+  stream_id: string;
+  revision: number;
+  type: string;
+  data: string;
+  metadata: string;
+  time: number;
+}
+
+export const toRecorded = (r: Row): RecordedEvent => ({
+  position: r.position,
+  id: r.id,
+  streamId: r.stream_id,
+  revision: r.revision,
+  type: r.type,
+  data: JSON.parse(r.data),
+  metadata: JSON.parse(r.metadata),
+  time: r.time,
+});

@@ -17,6 +17,10 @@ export interface OutboxEntry extends Record<string, unknown> {
   time: number;
 }
 
+/** The simulated provider's outbox, oldest first; only the messages to `number` when given. */
+export const readOutbox = (reads: ReadStore, number?: string): Promise<OutboxEntry[]> =>
+  reads.find<OutboxEntry>(OUTBOX, number === undefined ? {} : { number }, { orderBy: { field: 'time' } });
+
 export class SimulatedSmsGateway implements SmsGateway {
   constructor(
     private readonly reads: ReadStore,
@@ -30,6 +34,6 @@ export class SimulatedSmsGateway implements SmsGateway {
   }
 
   async outbox(number?: string): Promise<OutboxEntry[]> {
-    return this.reads.find<OutboxEntry>(OUTBOX, number === undefined ? {} : { number }, { orderBy: { field: 'time' } });
+    return readOutbox(this.reads, number);
   }
 }

@@ -3,22 +3,11 @@ import type { RouteRegistrar } from '../route.js';
 import { defineRoute, text } from '../route.js';
 import { SUCCESS, json, obj, arrayOf, int, str, agentRecordSchema } from '../answers.js';
 import { scopeService } from '../scope.js';
-import { handleCommand } from '../../commands/decider.js';
-import { agentDecider, type AgentCommand } from '../../commands/agent/agent.js';
-import { streams } from '../../domain/streams.js';
+import { runAgentCommand } from '../../commands/agent/run.js';
 import { conflict, invalid } from '../../domain/errors.js';
 import { PHONE_RE } from '../../domain/phone.js';
-import type { Context } from '../../context.js';
-import type { AgentDoc } from '../../projections/agents.js';
 import { agentsAsOf, pastInstant } from '../../analytics/queries.js';
 import { agentList, agentListCached, findAgent, freeAgents, targetAgent } from '../../queries/agents.js';
-
-/** Runs an agent command and waits until the read models show it, so the answer reads its own write. */
-export async function runAgentCommand(ctx: Context, agent: Pick<AgentDoc, 'svcId' | 'agentId'>, command: AgentCommand) {
-  const result = await handleCommand(ctx.events, streams.agent(agent.svcId, agent.agentId), agentDecider, command);
-  await ctx.sync.waitFor(result.position);
-  return result.state;
-}
 
 export const agentRoutes: RouteRegistrar = (app, ctx) => {
   defineRoute(app, ctx, {

@@ -3,31 +3,26 @@ import type { RouteRegistrar } from '../route.js';
 import { defineRoute, text } from '../route.js';
 import { TRUE, json, obj, uuid, actionResult } from '../answers.js';
 import { randomUUID } from 'node:crypto';
-import { scheduleDecider } from '../../commands/schedule/schedule.js';
+import { scheduleCall } from '../../commands/schedule/schedule-call.js';
 import { scopeService } from '../scope.js';
 import { namedAgent, outboundRequest } from '../call-request.js';
 import type { Context } from '../../context.js';
 import type { AuthUser } from '../../domain/auth-user.js';
-import { handleCommand } from '../../commands/decider.js';
-import { callDecider, type CallCommand } from '../../commands/call/call.js';
+import type { CallCommand } from '../../commands/call/call.js';
+import { runCallCommand } from '../../commands/call/run.js';
 import { freeAgent, placeOutboundCall, startedAt } from '../../commands/call/place.js';
 import { idFromKey } from '../idempotency.js';
-import { streams } from '../../domain/streams.js';
-import { conflict, forbidden, invalid, notFound } from '../../domain/errors.js';
-import type { ServiceDoc } from '../../projections/services.js';
+import { forbidden, invalid, notFound } from '../../domain/errors.js';
 import { findAgent } from '../../queries/agents.js';
 import { callFor } from '../../queries/calls.js';
-import { doNotCall } from '../../queries/compliance.js';
-import { doNotCallMessage } from '../../domain/do-not-call.js';
 import { needsMedia } from '../media-features.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** A command on an existing call the user may act on; answers after the read models show it. */
+/** A command on an existing call the user may act on (callFor authorises); answers after the read models show it. */
 async function callCommand(ctx: Context, user: AuthUser, xnid: string, command: CallCommand) {
   await callFor(ctx, user, xnid);
-  const r = await handleCommand(ctx.events, streams.call(xnid), callDecider, command);
-  await ctx.sync.waitFor(r.position);
+  await runCallCommand(ctx, xnid, command);
 }
 
 /** The acting agent named by `agent-id`: agent credentials may name only themselves. */
@@ -64,31 +59,19 @@ export const callRoutes: RouteRegistrar = (app, ctx) => {
       if (p['schedule-time'] !== undefined) {
         const svcId = scopeService(user, p['service-id'], 'service-id');
         const namedAgentId = await namedAgent(ctx, user, svcId, p['agent-sip'], p['agent-number']);
-        if (p['skill-id'] !== undefined) {
-          const service = await ctx.reads.get<ServiceDoc>('services', String(svcId));
-          if (!service?.skills.some((k) => k.id === p['skill-id'])) throw invalid(`skill-id ${p['skill-id']} is not a skill of service ${svcId}`);
-        }
-        // CONTRACT section 15: a scheduled call to a dnd or blocked number is refused when requested.
-        const dnc = await doNotCall(ctx, svcId, p.number);
-        if (dnc) throw conflict(`${doNotCallMessage(p.number, dnc)}: a call to it cannot be scheduled`);
         // A retried request (same Idempotency-Key) names the same schedule: it is not scheduled twice.
         const id = idempotency ? idFromKey(idempotency, 'schedule') : randomUUID();
-        const r = await handleCommand(ctx.events, streams.schedule(id), scheduleDecider, {
-          type: 'Schedule',
-          data: {
-            id,
-            svcId,
-            number: p.number,
-            runAt: p['schedule-time'],
-            maxTries: p['max-tries'] ?? 1,
-            skillId: p['skill-id'] ?? null,
-            namedAgentId,
-            countryCode: p['country-code'] === undefined ? '' : String(p['country-code']),
-            userId: user.id,
-            time: ctx.now(),
-          },
+        await scheduleCall(ctx, {
+          id,
+          svcId,
+          number: p.number,
+          runAt: p['schedule-time'],
+          maxTries: p['max-tries'] ?? 1,
+          skillId: p['skill-id'] ?? null,
+          namedAgentId,
+          countryCode: p['country-code'] === undefined ? '' : String(p['country-code']),
+          userId: user.id,
         });
-        await ctx.sync.waitFor(r.position);
         return text('Success');
       }
       // A retried request (same Idempotency-Key) names the same call: if the first run placed it

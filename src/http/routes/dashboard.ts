@@ -6,7 +6,7 @@ import { scopeService } from '../scope.js';
 import { dashboard, dashboardCached } from '../../queries/dashboard.js';
 import { dashboardAsOf, pastInstant } from '../../analytics/queries.js';
 import { serviceAgents } from '../../queries/agents.js';
-import type { ServiceDoc } from '../../projections/services.js';
+import { getService } from '../../queries/services.js';
 import { notFound } from '../../domain/errors.js';
 
 export const dashboardRoutes: RouteRegistrar = (app, ctx) => {
@@ -43,10 +43,10 @@ export const dashboardRoutes: RouteRegistrar = (app, ctx) => {
     },
     handler: async ({ p, user }) => {
       const svcId = scopeService(user, p['svc-id']);
-      const service = await ctx.reads.get<ServiceDoc>('services', String(svcId));
+      const service = await getService(ctx, svcId);
       if (!service) throw notFound(`service ${svcId} not found`);
       const services: Record<string, string> = {};
-      for (const id of user.services) services[String(id)] = (await ctx.reads.get<ServiceDoc>('services', String(id)))?.name ?? '';
+      for (const id of user.services) services[String(id)] = (await getService(ctx, id))?.name ?? '';
       return {
         svcid: svcId,
         queueid: p['queue-id'] ?? null,

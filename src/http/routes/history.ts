@@ -5,8 +5,8 @@ import { defineRoute } from '../route.js';
 import { json, arrayOf, callSummary, customerBasic, customerDetailed } from '../answers.js';
 import { scopeService } from '../scope.js';
 import { invalid, notFound } from '../../domain/errors.js';
-import { customerKey, type CustomerDoc } from '../../projections/customers.js';
-import type { ServiceDoc } from '../../projections/services.js';
+import { getService } from '../../queries/services.js';
+import { customerByNumber } from '../../queries/customers.js';
 import { summaries } from '../../queries/calls.js';
 
 /** One of the two answers and nothing else: every field present, no other (so `oneOf` tells them apart). */
@@ -57,13 +57,11 @@ export const historyRoutes: RouteRegistrar = (app, ctx) => {
     handler: async ({ p, user }) => {
       const svcId = scopeService(user, p['svc-id'], 'svc-id', true);
       const number = p['customer-number'];
-      const doc =
-        (await ctx.reads.get<CustomerDoc>('customers', customerKey(svcId, number))) ??
-        (await ctx.reads.get<CustomerDoc>('customers', customerKey(svcId, normalizePhone(number))));
+      const doc = await customerByNumber(ctx, svcId, number);
       if (!doc) throw notFound(`no customer with number ${number} in service ${svcId}`);
       const basic = { number: doc.number, note: doc.note, address: doc.address, name: doc.name };
       if (!p.detailed) return basic;
-      const service = await ctx.reads.get<ServiceDoc>('services', String(svcId));
+      const service = await getService(ctx, svcId);
       const blocked = service?.blocked.some((b) => normalizePhone(b) === normalizePhone(doc.number)) ?? false;
       return {
         crc: await summaries(ctx, svcId, doc.recentTxnIds),

@@ -2,7 +2,7 @@
 import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
 import { json, arrayOf, campaignProgress } from '../answers.js';
-import type { CampaignDoc } from '../../projections/campaigns.js';
+import { campaignsOf } from '../../queries/campaigns.js';
 
 export const campaignOpsRoutes: RouteRegistrar = (app, ctx) => {
   defineRoute(app, ctx, {
@@ -14,7 +14,7 @@ export const campaignOpsRoutes: RouteRegistrar = (app, ctx) => {
     response: json(arrayOf(campaignProgress)),
     params: { 'svc-id': { type: 'integer', required: true, min: 1 } },
     handler: async ({ p }) => {
-      const docs = await ctx.reads.find<CampaignDoc>('campaigns', { svcId: p['svc-id'] }, { orderBy: { field: 'campaignId' } });
+      const docs = await campaignsOf(ctx, p['svc-id']);
       const now = ctx.now();
       return docs.map((c) => ({
         svcId: c.svcId,

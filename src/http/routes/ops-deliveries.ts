@@ -2,11 +2,10 @@
 import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
 import { TRUE, json, arrayOf, deliverySchema } from '../answers.js';
-import { handleCommand } from '../../commands/decider.js';
-import { redeliverDecider } from '../../commands/delivery/delivery.js';
-import { streams } from '../../domain/streams.js';
+import { redeliver } from '../../commands/delivery/redeliver.js';
 import { notFound } from '../../domain/errors.js';
-import type { Scalar } from '../../gateways/read-store/port.js';
+import type { DeliveryStatus } from '../../commands/delivery/delivery.js';
+import { deliveriesOf } from '../../queries/deliveries.js';
 import type { DeliveryDoc } from '../../projections/deliveries.js';
 
 /** What the operator sees of a delivery: exactly the contract's fields. */
@@ -37,9 +36,7 @@ export const deliveriesRoutes: RouteRegistrar = (app, ctx) => {
     },
     handler: async ({ p }) => {
       await ctx.sync.caughtUp();
-      const where: Record<string, Scalar> = { svcId: p['svc-id'] };
-      if (p.status) where.status = p.status;
-      const docs = await ctx.reads.find<DeliveryDoc>('deliveries', where, { orderBy: { field: 'createdAt', direction: 'desc' }, limit: p.limit ?? 1000 });
+      const docs = await deliveriesOf(ctx, p['svc-id'], p.status as DeliveryStatus | undefined, p.limit ?? 1000);
       return docs.map(deliveryView);
     },
   });
@@ -55,8 +52,7 @@ export const deliveriesRoutes: RouteRegistrar = (app, ctx) => {
     handler: async ({ req }) => {
       const id = (req.params as { id: string }).id;
       if (!/^[0-9a-f-]{36}$/i.test(id)) throw notFound(`no delivery ${id}`);
-      const result = await handleCommand(ctx.events, streams.delivery(id.toLowerCase()), redeliverDecider, { type: 'Redeliver', deliveryId: id.toLowerCase(), at: ctx.now() });
-      await ctx.sync.waitFor(result.position);
+      await redeliver(ctx, id.toLowerCase());
       return true;
     },
   });

@@ -2,14 +2,13 @@
 import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
 import { TRUE, json, obj, arrayOf, int, uuid, smsSent } from '../answers.js';
-import { handleCommand } from '../../commands/decider.js';
-import { callDecider } from '../../commands/call/call.js';
-import { streams } from '../../domain/streams.js';
+import { runCallCommand } from '../../commands/call/run.js';
 import { invalid, notFound } from '../../domain/errors.js';
-import type { CallDoc, MeteringDoc } from '../../projections/calls.js';
+import { getCall, meteringOf } from '../../queries/calls.js';
+import { getService } from '../../queries/services.js';
 import { serviceOfDid, startInbound } from '../../commands/call/inbound.js';
 import { needsMedia } from '../media-features.js';
-import { OUTBOX, type OutboxEntry } from '../../gateways/sms/simulator.js';
+import { readOutbox } from '../../gateways/sms/simulator.js';
 
 
 
@@ -50,9 +49,8 @@ export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
     },
     handler: async ({ p }) => {
       needsMedia(ctx, "the simulator's hangups");
-      if (!(await ctx.reads.get<CallDoc>('calls', p.xnid))) throw notFound(`call ${p.xnid} not found`);
-      const r = await handleCommand(ctx.events, streams.call(p.xnid), callDecider, { type: 'RequestSimulatedHangup', party: p.party as 'customer' | 'agent', time: ctx.now() });
-      await ctx.sync.waitFor(r.position);
+      if (!(await getCall(ctx, p.xnid))) throw notFound(`call ${p.xnid} not found`);
+      await runCallCommand(ctx, p.xnid, { type: 'RequestSimulatedHangup', party: p.party as 'customer' | 'agent', time: ctx.now() });
       return true;
     },
   });
@@ -66,8 +64,8 @@ export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
     response: json(obj({ inbound: int, outbound: int, spam: int }), 'call counts'),
     params: { 'svc-id': { type: 'integer', required: true, min: 1 } },
     handler: async ({ p }) => {
-      if (!(await ctx.reads.get('services', String(p['svc-id'])))) throw notFound(`service ${p['svc-id']} not found`);
-      const m = await ctx.reads.get<MeteringDoc>('metering', String(p['svc-id']));
+      if (!(await getService(ctx, p['svc-id']))) throw notFound(`service ${p['svc-id']} not found`);
+      const m = await meteringOf(ctx, p['svc-id']);
       return { inbound: m?.inbound ?? 0, outbound: m?.outbound ?? 0, spam: m?.spam ?? 0 };
     },
   });
@@ -81,7 +79,7 @@ export const simulatorRoutes: RouteRegistrar = (app, ctx) => {
     response: json(arrayOf(smsSent)),
     params: { number: { type: 'phone' } },
     handler: async ({ p }) => {
-      const sent = await ctx.reads.find<OutboxEntry>(OUTBOX, p.number === undefined ? {} : { number: p.number }, { orderBy: { field: 'time' } });
+      const sent = await readOutbox(ctx.reads, p.number);
       return sent.map((m) => ({ id: m.id, svcId: m.svcId, number: m.number, message: m.message, time: m.time }));
     },
   });

@@ -2,10 +2,8 @@
 import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
 import { json, obj, queuesAnswer } from '../answers.js';
-import { handleCommand } from '../../commands/decider.js';
-import { callDecider } from '../../commands/call/call.js';
+import { runCallCommand } from '../../commands/call/run.js';
 import { newCallId } from '../../commands/call/place.js';
-import { streams } from '../../domain/streams.js';
 import { callFor } from '../../queries/calls.js';
 import { scopeService } from '../scope.js';
 import { forbidden } from '../../domain/errors.js';
@@ -44,8 +42,7 @@ export const queueRoutes: RouteRegistrar = (app, ctx) => {
       await callFor(ctx, user, xnid);
       const callbackId = newCallId();
       // 409 from the decider when the call is not waiting in a queue.
-      const r = await handleCommand(ctx.events, streams.call(xnid), callDecider, { type: 'RequestCallback', callbackId, time: ctx.now() });
-      await ctx.sync.waitFor(r.position);
+      await runCallCommand(ctx, xnid, { type: 'RequestCallback', callbackId, time: ctx.now() });
       return { callbackId };
     },
   });

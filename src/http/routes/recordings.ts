@@ -3,7 +3,7 @@ import type { FastifySchema } from 'fastify';
 import type { RouteRegistrar } from '../route.js';
 import { AppError, forbidden, notFound } from '../../domain/errors.js';
 import { simulatedRecording } from '../../domain/recording.js';
-import type { CallDoc } from '../../projections/calls.js';
+import { getCall } from '../../queries/calls.js';
 import { render } from '../route.js';
 
 const FILE_RE = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.wav$/;
@@ -33,7 +33,7 @@ export const recordingRoutes: RouteRegistrar = (app, ctx) => {
       if (check === 'expired') throw forbidden('the recording URL has expired');
       // Read-your-writes as for every request (CONTRACT section 2): a call that ended is found.
       await ctx.sync.caughtUp();
-      const call = await ctx.reads.get<CallDoc>('calls', m[1]!);
+      const call = await getCall(ctx, m[1]!);
       if (!call?.recording) throw notFound('no such recording');
       // The simulator records a short tone; a real switch's recording store plugs in here.
       const wav = simulatedRecording(Math.min(Math.max(call.durationS, 1), 5));

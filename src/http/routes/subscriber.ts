@@ -15,11 +15,12 @@ import { TRUE, json, arrayOf, subscriberRecord } from '../answers.js';
 import { scopeService } from '../scope.js';
 import type { AuthUser } from '../../domain/auth-user.js';
 import type { Context } from '../../context.js';
-import { handleCommand } from '../../commands/decider.js';
-import { DEFAULT_EVENT_MASK, SUBSCRIBER_CHANNEL_TYPES, parseEventMask, subscriberDecider } from '../../commands/subscriber/subscriber.js';
+import { DEFAULT_EVENT_MASK, SUBSCRIBER_CHANNEL_TYPES, parseEventMask } from '../../commands/subscriber/subscriber.js';
+import { runSubscriberCommand } from '../../commands/subscriber/run.js';
 import { streams } from '../../domain/streams.js';
 import { forbidden, invalid, notFound } from '../../domain/errors.js';
 import type { SubscriberDoc } from '../../projections/subscribers.js';
+import { subscribersOf } from '../../queries/subscribers.js';
 
 const MASK_HELP = 'up to six digits of 0 and 1 (CustomerRing, CustomerUp, CustomerHangup, AgentRing, AgentUp, AgentHangup; shorter ones are left-padded with 0)';
 
@@ -90,7 +91,7 @@ export const subscriberRoutes: RouteRegistrar = (app, ctx) => {
       const url = httpUrl(p.url.trim());
       const mask = eventMask(p['event-mask']) ?? DEFAULT_EVENT_MASK;
       if (agentId > 0) await assertAgentOfService(ctx, svcId, agentId);
-      const result = await handleCommand(ctx.events, streams.subscriber(svcId, agentId), subscriberDecider, {
+      await runSubscriberCommand(ctx, {
         type: 'RegisterSubscriber',
         svcId,
         agentId,
@@ -104,7 +105,6 @@ export const subscriberRoutes: RouteRegistrar = (app, ctx) => {
         force: p.force,
         time: ctx.now(),
       });
-      await ctx.sync.waitFor(result.position);
       return true;
     },
   });
@@ -128,7 +128,7 @@ export const subscriberRoutes: RouteRegistrar = (app, ctx) => {
       checkAgentScope(user, agentId);
       const mask = eventMask(p['event-mask']);
       if (p['is-registered'] === undefined && mask === undefined) throw invalid('is-registered or event-mask is required');
-      const result = await handleCommand(ctx.events, streams.subscriber(svcId, agentId), subscriberDecider, {
+      await runSubscriberCommand(ctx, {
         type: 'UpdateSubscriber',
         svcId,
         agentId,
@@ -136,7 +136,6 @@ export const subscriberRoutes: RouteRegistrar = (app, ctx) => {
         eventMask: mask,
         time: ctx.now(),
       });
-      await ctx.sync.waitFor(result.position);
       return true;
     },
   });
@@ -161,9 +160,7 @@ export const subscriberRoutes: RouteRegistrar = (app, ctx) => {
       }
       const out: SubscriberDoc[] = [];
       for (const svcId of [...services].sort((a, b) => a - b)) {
-        const where: Record<string, number> = { svc_id: svcId };
-        if (agentId !== undefined) where.agent_id = agentId;
-        const docs = await ctx.reads.find<SubscriberDoc>('subscribers', where, { orderBy: { field: 'agent_id' } });
+        const docs = await subscribersOf(ctx, svcId, agentId);
         out.push(...docs);
       }
       return out;

@@ -3,12 +3,10 @@ import { createHash } from 'node:crypto';
 import type { RouteRegistrar } from '../route.js';
 import { defineRoute } from '../route.js';
 import { TRUE, json, userRecord } from '../answers.js';
-import { handleCommand } from '../../commands/decider.js';
-import { userDecider } from '../../commands/user/user.js';
-import { streams } from '../../domain/streams.js';
+import { runUserCommand } from '../../commands/user/run.js';
 import { invalid, notFound } from '../../domain/errors.js';
 import { hashPassword } from '../../domain/password.js';
-import type { UserDoc } from '../../projections/users.js';
+import { getUser } from '../../queries/users.js';
 
 const EMAIL_RE = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
 
@@ -21,7 +19,7 @@ export const userRoutes: RouteRegistrar = (app, ctx) => {
     auth: 'user',
     response: json(userRecord),
     handler: async ({ user }) => {
-      const doc = await ctx.reads.get<UserDoc>('users', String(user.id));
+      const doc = await getUser(ctx, user.id);
       if (!doc) throw notFound('user not found');
       return {
         id: doc.id,
@@ -52,13 +50,12 @@ export const userRoutes: RouteRegistrar = (app, ctx) => {
     handler: async ({ p, user }) => {
       if (p.email === undefined && p.number === undefined) throw invalid('email or number is required');
       if (p.email !== undefined && !EMAIL_RE.test(p.email)) throw invalid('email is not an e-mail address');
-      const result = await handleCommand(ctx.events, streams.user(user.id), userDecider, {
+      await runUserCommand(ctx, user.id, {
         type: 'UpdateProfile',
         userId: user.id,
         email: p.email,
         number: p.number,
       });
-      await ctx.sync.waitFor(result.position);
       return true;
     },
   });
@@ -73,12 +70,11 @@ export const userRoutes: RouteRegistrar = (app, ctx) => {
     params: { new: { type: 'string', required: true, minLength: 8, maxLength: 1000 } },
     handler: async ({ p, user }) => {
       const passwordHash = await hashPassword(p.new);
-      const result = await handleCommand(ctx.events, streams.user(user.id), userDecider, {
+      await runUserCommand(ctx, user.id, {
         type: 'ChangePassword',
         userId: user.id,
         passwordHash,
       });
-      await ctx.sync.waitFor(result.position);
       return true;
     },
   });

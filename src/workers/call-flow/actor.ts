@@ -4,9 +4,9 @@
  * happened; this is what the worker needs besides to decide its next step. Pure helpers only.
  */
 import { activeLegs, callDecider, type CallCommand, type CallStartedData, type CallState, type MonitorMode } from '../../commands/call/call.js';
-import type { Step } from './commands.js';
+import type { Step } from './steps.js';
 import type { AgentState } from '../../commands/agent/agent.js';
-import type { CallRoute } from './router.js';
+import type { QueueDef } from '../../domain/events.js';
 
 export interface AgentLeg {
   agentId: number;
@@ -15,6 +15,12 @@ export interface AgentLeg {
   purpose: 'primary' | 'transfer' | 'add';
   transfer?: { fromLeg: string | null; mode: 'BLIND' | 'ATTENDED' };
   talked: boolean;
+}
+
+/** Where a call waits: its queue (null: none or not inbound) and the caller's customer priority (CONTRACT section 17); router.ts finds it. */
+export interface CallRoute {
+  queue: QueueDef | null;
+  customerPriority: number;
 }
 
 export interface Actor {

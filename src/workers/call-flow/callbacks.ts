@@ -11,7 +11,8 @@ import type { QueueCallbackDoc } from '../../projections/calls.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import { outboundCallStarted } from '../../commands/call/place.js';
 import { routedCaller, type RoutedCaller } from '../../domain/routing.js';
-import type { ActorCommands, Step } from './commands.js';
+import type { ActorCommands } from './commands.js';
+import type { Step } from './steps.js';
 import { runSteps } from './commands.js';
 
 export interface CallbackEntry extends CallbackPlace {

@@ -3,14 +3,16 @@
  * another finds its command refused (conflict), which here means "already done": nothing to do.
  */
 import type { Context } from '../../context.js';
-import { RETRY, handleCommand, toDomain, type Decider, type DomainEvent } from '../../commands/decider.js';
+import { expectedOf, handleCommand, toDomain, type Decider, type DomainEvent } from '../../commands/decider.js';
+import { RETRY, conflictToRetry, pause } from '../../commands/retry.js';
 import { aggregateCache } from '../../commands/aggregate-cache.js';
-import { WrongExpectedRevisionError, type ExpectedRevision, type NewEvent } from '../../gateways/event-store/port.js';
+import type { ExpectedRevision, NewEvent } from '../../gateways/event-store/port.js';
 import { callDecider, type CallCommand, type CallEvent, type CallState } from '../../commands/call/call.js';
 import { agentDecider, isFree, type AgentCommand, type AgentState } from '../../commands/agent/agent.js';
 import { streams } from '../../domain/streams.js';
 import type { Actor } from './actor.js';
-import { AppError, unavailable } from '../../domain/errors.js';
+import type { Step, StepOutcome } from './steps.js';
+import { AppError } from '../../domain/errors.js';
 
 /** How long a recording URL in a webhook record stays valid. */
 export const WEBHOOK_RECORDING_TTL_MS = 7 * 24 * 3600 * 1000;
@@ -36,20 +38,12 @@ export async function agentCommand(ctx: Context, svcId: number, agentId: number,
   }
 }
 
-/** One command of a reaction: on a call, or on an agent. */
-export type Step =
-  | { kind: 'call'; xnid: string; command: CallCommand; if?: (state: CallState, before: StepOutcome[]) => boolean }
-  | { kind: 'agent'; svcId: number; agentId: number; command: AgentCommand; if?: (state: AgentState, before: StepOutcome[]) => boolean };
-
-/** What a step led to: the state of its stream after it, or null when it was refused or skipped (`if`, on its stream's state and the outcomes of the steps before it). */
-export type StepOutcome = { state: CallState | AgentState; events: DomainEvent[] } | null;
+export type { Step, StepOutcome } from './steps.js';
 
 type AnyDecider = Decider<unknown, unknown, DomainEvent>;
 const streamOf = (s: Step) => (s.kind === 'call' ? streams.call(s.xnid) : streams.agent(s.svcId, s.agentId));
 const deciderOf = (s: Step) => (s.kind === 'call' ? callDecider : agentDecider) as unknown as AnyDecider;
 const refused = (s: Step, err: unknown) => err instanceof AppError && (err.code === 'CONFLICT' || (s.kind === 'agent' && err.code === 'NOT_FOUND'));
-const expectedOf = (revision: number): ExpectedRevision => (revision >= 0 ? revision : 'no_stream');
-const pause = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
 
 /**
  * The commands of one reaction (say an agent answering: the agent's answer, the call's, the bridge)
@@ -64,6 +58,7 @@ export async function runSteps(ctx: Context, steps: Step[]): Promise<StepOutcome
   const cache = aggregateCache(ctx.events);
   let checked = false;
   for (let attempt = 1; ; attempt++) {
+    // The pause before attempt n is the policy's for n - 1: attempt 2 (a recheck, mostly) goes at once.
     if (attempt > 1) await pause(RETRY.pauseMs(attempt - 1));
     const cur = new Map<string, { state: unknown; revision: number; position: number; decider: AnyDecider; checked: boolean }>();
     for (const s of steps) {
@@ -126,9 +121,8 @@ export async function runSteps(ctx: Context, steps: Step[]): Promise<StepOutcome
       }
       return outcomes;
     } catch (err) {
-      if (!(err instanceof WrongExpectedRevisionError)) throw err;
+      conflictToRetry(err, attempt);
       checked = true;
-      if (attempt >= RETRY.maxAttempts) throw unavailable(`too much contention on ${err.streamId}; try again`);
     }
   }
 }

@@ -10,24 +10,17 @@ import { customerPriority } from '../../queries/customers.js';
 
 export { customerPriority };
 import { agentsToTry } from './agent-picker.js';
-import type { QueueDef } from '../../domain/events.js';
 import type { ServiceDoc } from '../../projections/services.js';
 import { customerKey, type CustomerDoc } from '../../projections/customers.js';
 import type { AgentDoc } from '../../projections/agents.js';
 import { normalizePhone } from '../../domain/phone.js';
 import { agentsLeftFor, compareCallers, queueForDigits, routedCaller, type RoutedCaller } from '../../domain/routing.js';
-import type { Actor } from './actor.js';
+import type { Actor, CallRoute } from './actor.js';
 import type { CallbackEntry, QueueCallbacks } from './callbacks.js';
 import type { ActorCommands } from './commands.js';
 
-/** Where a call waits: its queue (null: none or not inbound) and the caller's customer priority. */
-export interface CallRoute {
-  queue: QueueDef | null;
-  customerPriority: number;
-}
-
+/** No queue (not inbound, or blocked) and no customer priority. */
 const NO_ROUTE: CallRoute = { queue: null, customerPriority: 0 };
-
 
 /** The route of a call at its start: from the CallStarted event where it carries one, else from the read models. */
 export async function routeOf(ctx: Context, started: CallStartedData): Promise<CallRoute> {

@@ -7,25 +7,23 @@
  * can lose it); events from that position on get time-ordered ids, the ones before keep v5 ids.
  */
 import type { EventStore } from '../../gateways/event-store/port.js';
-import { WrongExpectedRevisionError } from '../../gateways/event-store/port.js';
 import { isEvent } from '../../commands/platform-events.js';
+import { retryOnConflict } from '../../commands/retry.js';
 
 export const ID_ORDER_STREAM = 'platform-delivery-ids';
 
 /** The first position whose events get time-ordered delivery ids: stored by the first planner that asks. */
 export async function orderedIdsFrom(events: EventStore): Promise<number> {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const found = (await events.readStream(ID_ORDER_STREAM)).find((e) => isEvent(e, 'DeliveryIdsOrdered'));
-    if (found) return found.data.from;
-    // Any event stored so far may have been planned (with a v5 id) by an earlier version.
-    const from = (await events.headPosition()) + 1;
-    try {
+  // Another process may store it first (a conflict): then theirs is read on the next attempt.
+  return retryOnConflict(
+    async () => {
+      const found = (await events.readStream(ID_ORDER_STREAM)).find((e) => isEvent(e, 'DeliveryIdsOrdered'));
+      if (found) return found.data.from;
+      // Any event stored so far may have been planned (with a v5 id) by an earlier version.
+      const from = (await events.headPosition()) + 1;
       await events.appendToStream(ID_ORDER_STREAM, [{ type: 'DeliveryIdsOrdered', data: { from } }], { expectedRevision: 'no_stream' });
       return from;
-    } catch (err) {
-      // Another process stored it first: read theirs.
-      if (!(err instanceof WrongExpectedRevisionError)) throw err;
-    }
-  }
-  throw new Error('could not read where time-ordered delivery ids begin');
+    },
+    { maxAttempts: 3, giveUp: () => new Error('could not read where time-ordered delivery ids begin') },
+  );
 }

@@ -9,13 +9,14 @@ import { newTag, type ServerTx } from './transactions.js';
 import { dialogFromRequest, dialogKey, ALLOW } from './dialog.js';
 import { isSdp } from './sdp.js';
 import { onReinvite } from './reinvite.js';
-import type { Leg, SipSwitch } from './sip-switch.js';
+import type { Leg } from './leg.js';
+import type { SwitchCore } from './switch-core.js';
 
 /** Calls one source address may have offered and not yet ended: a flood from one place cannot take every agent. */
 export const MAX_INBOUND_PER_ADDRESS = 100;
 const KEYPAD = /^[0-9*#]{0,32}$/;
 
-export function handleRequest(sw: SipSwitch, req: SipRequest, tx: ServerTx): void {
+export function handleRequest(sw: SwitchCore, req: SipRequest, tx: ServerTx): void {
   const mf = header(req, 'max-forwards');
   if (mf !== undefined && /^\s*0+\s*$/.test(mf) && req.method !== 'OPTIONS') return tx.respond(sw.response(tx, 483, 'Too Many Hops'));
   if (req.method === 'CANCEL') return cancel(sw, req, tx);
@@ -43,7 +44,7 @@ export function handleRequest(sw: SipSwitch, req: SipRequest, tx: ServerTx): voi
   }
 }
 
-function inDialog(sw: SipSwitch, leg: Leg, req: SipRequest, tx: ServerTx) {
+function inDialog(sw: SwitchCore, leg: Leg, req: SipRequest, tx: ServerTx) {
   const tag = leg.dialog.localTag;
   switch (req.method) {
     case 'BYE':
@@ -60,7 +61,7 @@ function inDialog(sw: SipSwitch, leg: Leg, req: SipRequest, tx: ServerTx) {
 }
 
 /** CANCEL of an inbound INVITE not answered yet: 200 to it, 487 to the INVITE (RFC 3261 9.2). */
-function cancel(sw: SipSwitch, req: SipRequest, tx: ServerTx) {
+function cancel(sw: SwitchCore, req: SipRequest, tx: ServerTx) {
   const branch = /;\s*branch=([^;,\s]+)/i.exec(header(req, 'via') ?? '')?.[1];
   const callId = header(req, 'call-id');
   const offered = (l: Leg) => l.offer && l.state === 'offered' && header(l.offer.tx.request, 'call-id') === callId && header(l.offer.tx.request, 'via')?.includes(`branch=${branch}`);
@@ -73,9 +74,9 @@ function cancel(sw: SipSwitch, req: SipRequest, tx: ServerTx) {
 }
 
 /** INVITEs waiting for the platform's decision (CANCEL can reach them too). */
-const waiting = new WeakMap<SipSwitch, Set<Leg>>();
+const waiting = new WeakMap<SwitchCore, Set<Leg>>();
 
-async function invite(sw: SipSwitch, req: SipRequest, tx: ServerTx) {
+async function invite(sw: SwitchCore, req: SipRequest, tx: ServerTx) {
   const tag = newTag();
   const did = parseUri(req.uri)?.user ?? null;
   if (!did || !sw.inboundHandler || sw.isClosed) return tx.respond(sw.response(tx, did ? 503 : 404, did ? 'Service Unavailable' : 'Not Found', [], '', tag));

@@ -7,14 +7,15 @@
 import type { SipRequest } from './message.js';
 import type { ServerTx } from './transactions.js';
 import { holdSdp, isSdp, relaySdp } from './sdp.js';
-import type { Leg, SipSwitch } from './sip-switch.js';
+import type { Leg } from './leg.js';
+import type { SwitchCore } from './switch-core.js';
 
 const MAX_TRIES = 5;
 /** How long a re-INVITE waits for one of the same leg still out (100 ms steps). */
 const MAX_WAITS = 100;
 
 /** A re-INVITE offering `sdp` (the other party's media); `then` runs once it is answered or given up. */
-export function reinvite(sw: SipSwitch, leg: Leg, sdp: string | null, then?: () => void, tries = 0, waits = 0): void {
+export function reinvite(sw: SwitchCore, leg: Leg, sdp: string | null, then?: () => void, tries = 0, waits = 0): void {
   if (!sdp || leg.state !== 'up' || sw.isClosed) return then?.();
   if (leg.reinviting) {
     if (waits >= MAX_WAITS) return then?.();
@@ -46,7 +47,7 @@ export function reinvite(sw: SipSwitch, leg: Leg, sdp: string | null, then?: () 
 }
 
 /** A re-INVITE from the party: glare (491) while ours is out, else answered, and new media goes to the other party. */
-export function onReinvite(sw: SipSwitch, leg: Leg, req: SipRequest, tx: ServerTx): void {
+export function onReinvite(sw: SwitchCore, leg: Leg, req: SipRequest, tx: ServerTx): void {
   const tag = leg.dialog.localTag;
   if (leg.reinviting) return tx.respond(sw.response(tx, 491, 'Request Pending', [], '', tag));
   const changed = isSdp(req.body) && req.body !== leg.remoteSdp;

@@ -20,11 +20,8 @@ import type { Leg } from './leg.js';
 export type { Leg } from './leg.js';
 import { Registrar, type SipAccounts } from './registrar.js';
 
-export interface SipLog {
-  debug(obj: object, msg: string): void;
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-}
+import type { SipLog, SwitchCore } from './switch-core.js';
+export type { SipLog } from './switch-core.js';
 
 export interface SipSwitchOptions {
   host: string;
@@ -41,7 +38,7 @@ export interface SipSwitchOptions {
   accounts?: SipAccounts;
 }
 
-export class SipSwitch implements Switch {
+export class SipSwitch implements Switch, SwitchCore {
   readonly mixesMedia = false;
   readonly legs = new Map<string, Leg>();
   /** Legs by dialog (Call-ID and our tag), for requests inside them. */

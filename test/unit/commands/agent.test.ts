@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { agentDecider, dashboardStatus, isFree, type AgentEvent } from '../../src/commands/agent/agent.js';
-import { deciderSpec } from '../support/decider-spec.js';
+import { agentDecider, dashboardStatus, isFree, type AgentEvent } from '../../../src/commands/agent/agent.js';
+import { deciderSpec } from '../../support/decider-spec.js';
 
 const ids = { svcId: 101, agentId: 1001 };
 const provisioned: AgentEvent = {

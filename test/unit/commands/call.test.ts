@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { callDecider, type CallCommand, type CallEvent, type CallStartedData } from '../../src/commands/call/call.js';
-import { deciderSpec } from '../support/decider-spec.js';
+import { callDecider, type CallCommand, type CallEvent, type CallStartedData } from '../../../src/commands/call/call.js';
+import { deciderSpec } from '../../support/decider-spec.js';
 
 const xnid = '11111111-1111-4111-8111-111111111111';
 const start: CallStartedData = {
