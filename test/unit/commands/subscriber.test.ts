@@ -10,23 +10,11 @@ import {
   type SubscriberRegisteredData,
 } from '../../../src/commands/subscriber/subscriber.js';
 import { deciderSpec } from '../../support/decider-spec.js';
+import { registration } from '../../support/subscriber.js';
 
 const { given } = deciderSpec(subscriberDecider);
 
-const reg = (over: Partial<SubscriberRegisteredData> = {}): SubscriberRegisteredData => ({
-  svcId: 101,
-  agentId: 0,
-  url: 'https://example.test/events',
-  authKey: 'whsec_abc',
-  deviceId: 'dev-1',
-  channelType: 'http',
-  eventMask: '111111',
-  customEvent: null,
-  isRegistered: true,
-  force: false,
-  time: 1000,
-  ...over,
-});
+const reg = registration;
 
 const register = (over: Partial<SubscriberRegisteredData> = {}): SubscriberCommand => ({ type: 'RegisterSubscriber', ...reg(over) });
 

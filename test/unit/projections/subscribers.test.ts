@@ -1,23 +1,11 @@
 /** The `subscribers` projection: the spec's subscriber record, built from the subscriber decider's events. */
 import { describe, expect, it } from 'vitest';
-import type { SubscriberEvent, SubscriberRegisteredData } from '../../../src/commands/subscriber/subscriber.js';
+import type { SubscriberEvent } from '../../../src/commands/subscriber/subscriber.js';
 import { subscribersProjection, type SubscriberDoc } from '../../../src/projections/subscribers.js';
 import type { RecordedEvent } from '../../../src/gateways/event-store/port.js';
+import { registration } from '../../support/subscriber.js';
 
-const reg = (over: Partial<SubscriberRegisteredData> = {}): SubscriberRegisteredData => ({
-  svcId: 101,
-  agentId: 0,
-  url: 'https://example.test/events',
-  authKey: 'whsec_abc',
-  deviceId: 'dev-1',
-  channelType: 'http',
-  eventMask: '111111',
-  customEvent: null,
-  isRegistered: true,
-  force: false,
-  time: 1000,
-  ...over,
-});
+const reg = registration;
 
 describe('subscribers projection', () => {
   let position = 0;
