@@ -27,6 +27,8 @@ export interface QueueEntry {
 }
 
 const round1 = (n: number) => Math.round(n * 10) / 10;
+/** Waits round up to the tenth: a queue in alert (waited longer than `maxWaitS`) never reads its threshold or less. */
+const ceil1 = (ms: number) => Math.ceil(ms / 100) / 10;
 
 /** The service level (percent, one decimal) of the entries that entered in the last 15 minutes; null below 5 entered or none decided yet. */
 export function recentServiceLevel(entries: readonly QueueEntry[], now: number): number | null {
@@ -49,7 +51,7 @@ export function queueReadings(q: QueueDef, waitingSince: readonly number[], entr
   const out: AlertReading[] = [];
   if (q.maxWaitS !== undefined) {
     const longest = waitingSince.reduce((m, since) => Math.max(m, now - since), 0);
-    out.push({ reason: 'wait', on: longest > q.maxWaitS * 1000, value: round1(longest / 1000), threshold: q.maxWaitS });
+    out.push({ reason: 'wait', on: longest > q.maxWaitS * 1000, value: ceil1(longest), threshold: q.maxWaitS });
   }
   if (q.serviceLevelTarget !== undefined) {
     const sl = recentServiceLevel(entries, now);

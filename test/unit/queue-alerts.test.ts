@@ -24,6 +24,8 @@ describe('service level of the last 15 minutes', () => {
     expect(queueReadings({ id: 1, name: 'Q' }, [NOW - 99_000], [], NOW)).toEqual([]);
     expect(queueReadings({ id: 1, name: 'Q', maxWaitS: 60 }, [NOW - 60_000, NOW - 5_000], [], NOW)).toEqual([{ reason: 'wait', on: false, value: 60, threshold: 60 }]);
     expect(queueReadings({ id: 1, name: 'Q', maxWaitS: 60 }, [NOW - 60_500], [], NOW)[0]).toMatchObject({ on: true, value: 60.5 });
+    // Just past the threshold reads past it (rounded up), never equal to it.
+    expect(queueReadings({ id: 1, name: 'Q', maxWaitS: 60 }, [NOW - 60_001], [], NOW)[0]).toMatchObject({ on: true, value: 60.1 });
     const low = [entry(60, 5), entry(60, 30), entry(60, 30), entry(60, 30), entry(60, 30)];
     expect(queueReadings({ id: 1, name: 'Q', serviceLevelTarget: 80 }, [], low, NOW)).toEqual([{ reason: 'serviceLevel', on: true, value: 20, threshold: 80 }]);
   });
