@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { EventStore, Subscription } from '../gateways/event-store/port.js';
 import { PositionWaiters } from '../projections/position-waiters.js';
 import { unavailable } from '../domain/errors.js';
+import { backoffMs, type Backoff } from '../domain/backoff.js';
 import { AnalyticsModel } from './model.js';
 import { CheckpointMovedError, type AnalyticsStore } from './store.js';
 
@@ -28,6 +29,12 @@ const MAX_BATCH = 2000;
  * for the write (caughtUp), so a report asked under load is at most this much later.
  */
 const WRITE_EVERY_MS = 20;
+
+/** Refused writes in a row before the projector stops for good (the followers' backoff between them: 1.55 s in all). */
+const WRITE_ATTEMPTS = 6;
+
+/** Following the log again after it could not be read: 200 ms, doubling, at most 5 s. */
+const RESUME_BACKOFF: Backoff = { first: 200, max: 5000 };
 
 /** What the analytics thread (thread.ts) tells the platform thread. */
 export interface ProjectorHooks {
@@ -53,10 +60,19 @@ export function analyticsProjector(events: EventStore, store: AnalyticsStore, lo
    */
   let moved = false;
 
-  const flush = () => {
-    if (moved || model.unwritten === 0) return;
-    lastWrite = Date.now();
+  /** The one write in progress, if any: a flush asked meanwhile waits for it (and its retries). */
+  let flushing: Promise<void> | null = null;
+  const flush = (): Promise<void> => (flushing ??= writeOut().finally(() => (flushing = null)));
+
+  /**
+   * Writes what is folded. The store refusing the transaction (locked, a full disk) wrote nothing of
+   * it, so the same write, with whatever was folded since, is tried again after the followers'
+   * backoff; the projector stops for good only after WRITE_ATTEMPTS refusals in a row.
+   */
+  const writeOut = async () => {
     for (let attempt = 0; ; attempt++) {
+      if (moved || model.unwritten === 0) return;
+      lastWrite = Date.now();
       try {
         model.flush();
         break;
@@ -67,9 +83,9 @@ export function analyticsProjector(events: EventStore, store: AnalyticsStore, lo
           sub?.close();
           return;
         }
-        // The store refused the transaction: nothing of it was written; the same write is tried again.
         logger?.error({ err, attempt }, 'analytics write failed; retrying');
-        if (attempt >= 5) throw err;
+        if (attempt >= WRITE_ATTEMPTS - 1) throw err;
+        await new Promise((r) => setTimeout(r, backoffMs(attempt)));
       }
     }
     waiters.advance(model.position);
@@ -94,8 +110,8 @@ export function analyticsProjector(events: EventStore, store: AnalyticsStore, lo
    */
   const resume = async (err: unknown): Promise<Subscription | null> => {
     logger?.warn({ err: String(err) }, 'analytics projector: reading the log failed; following again once it answers');
-    for (let delay = 200; !stopped; delay = Math.min(delay * 2, 5000)) {
-      await new Promise((r) => setTimeout(r, delay));
+    for (let attempt = 0; !stopped; attempt++) {
+      await new Promise((r) => setTimeout(r, backoffMs(attempt, RESUME_BACKOFF)));
       if (stopped) return null;
       try {
         return await begin();
@@ -116,17 +132,13 @@ export function analyticsProjector(events: EventStore, store: AnalyticsStore, lo
           reading = false;
           for (const e of page) {
             model.apply(e);
-            if (model.unwritten >= MAX_BATCH) flush();
+            if (model.unwritten >= MAX_BATCH) await flush();
             else if (!scheduled) {
               // Pages already read arrive through microtasks: writing on the next macrotask batches them.
               scheduled = true;
               const write = () => {
                 scheduled = false;
-                try {
-                  if (!stopped || store.db.open) flush();
-                } catch (err) {
-                  fail(err);
-                }
+                if (!stopped || store.db.open) flush().catch(fail);
               };
               const wait = lastWrite + WRITE_EVERY_MS - Date.now();
               if (wait <= 0) setImmediate(write);
@@ -181,7 +193,7 @@ export function analyticsProjector(events: EventStore, store: AnalyticsStore, lo
       stopped = true;
       sub?.close();
       await loop;
-      if (store.db.open && !failure) flush();
+      if (store.db.open && !failure) await flush();
       store.close();
     },
   };

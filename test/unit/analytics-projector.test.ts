@@ -55,3 +55,50 @@ it('a projector whose range another writer stored first folds on from the store:
   expect(store.agentDays(7, d0, d0 + 24 * H)).toEqual([{ agentId: 1, offered: 0, answered: 0, talkMs: 0, loginMs: 3 * H, breakMs: [0, 0, 0, 0, 0, 0, 0] }]);
   await projector.stop();
 });
+
+it('a write the store refuses is tried again after the followers\' backoff, with what was folded since: every event counts once', async () => {
+  await at(d0, 'service-7', 'ServiceProvisioned', { svcId: 7, name: 'S', customer: 'c', timezone: 'UTC', dids: [], skills: [], queues: [], webhook: null, socketKey: null, blocked: [] });
+  await at(d0, 'agent-7-1', 'AgentProvisioned', { svcId: 7, agentId: 1, name: 'A', number: '9100000001', sip: 'a', countryCode: '91', skills: [] });
+  const store = new AnalyticsStore(path.join(dir, 'analytics.db'));
+  const write = store.write.bind(store);
+  let refusals = 3;
+  const refused: number[] = [];
+  store.write = (w) => {
+    if (refusals > 0) {
+      refusals--;
+      refused.push(w.position);
+      throw new Error('SQLITE_BUSY: database is locked');
+    }
+    write(w);
+  };
+  const errors: unknown[] = [];
+  const projector = analyticsProjector(events, store, { error: (o: unknown) => errors.push(o), warn: () => {} } as never);
+  await projector.start();
+  await loginSpan(d0 + H, d0 + 3 * H);
+  await projector.caughtUp(10_000);
+  expect(refused.length).toBe(3);
+  expect(errors.length).toBe(3);
+  expect(store.checkpoint()).toBe(4);
+  expect(store.agentDays(7, d0, d0 + 24 * H)).toEqual([{ agentId: 1, offered: 0, answered: 0, talkMs: 0, loginMs: 2 * H, breakMs: [0, 0, 0, 0, 0, 0, 0] }]);
+  await projector.stop();
+});
+
+it('a store that refuses every write stops the projector after six tries: reports answer 503, never a half-written range', async () => {
+  await at(d0, 'service-7', 'ServiceProvisioned', { svcId: 7, name: 'S', customer: 'c', timezone: 'UTC', dids: [], skills: [], queues: [], webhook: null, socketKey: null, blocked: [] });
+  const store = new AnalyticsStore(path.join(dir, 'analytics.db'));
+  let tries = 0;
+  store.write = () => {
+    tries++;
+    throw new Error('SQLITE_FULL: database or disk is full');
+  };
+  let failed: unknown = null;
+  const projector = analyticsProjector(events, store, undefined, { onFail: (err) => (failed = err) });
+  await projector.start();
+  await at(d0 + H, 'agent-7-1', 'AgentLoggedIn', { ...ids, time: d0 + H });
+  await expect(projector.caughtUp(10_000)).rejects.toThrow();
+  expect(tries).toBe(6);
+  expect(String(failed)).toContain('SQLITE_FULL');
+  expect(store.checkpoint()).toBe(0);
+  await expect(projector.caughtUp()).rejects.toMatchObject({ statusCode: 503 });
+  await projector.stop();
+});
