@@ -189,7 +189,7 @@ function redisPrefix(env: Env): string {
 /**
  * The threads move work off the platform thread but cost CPU of their own (messages, wake-ups, the
  * analytics thread decoding the log again): with 2 cores, shared with the clients or a load
- * generator, they were as fast or slower (measured: README, "Benchmarks"); from 4 they pay.
+ * generator, they were as fast or slower (measured: docs/benchmarks.md); from 4 they pay.
  */
 function embeddedThreads(env: Env): boolean {
   const raw = (env.EMBEDDED_THREADS || 'auto').trim().toLowerCase();

@@ -2,7 +2,7 @@
  * The MongoDB read store against the in-process wire-protocol double (test/support/mongo-double):
  * the real `mongodb` driver, the adapter's own logic (position guard, tombstones, checkpoint order,
  * TTL and unique-key use, indexes), and the port's contract. What only a real server proves is listed
- * in the README; `npm run test:engines` runs the contract against one.
+ * in docs/architecture.md; `npm run test:engines` runs the contract against one.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MongoReadStore } from '../../src/gateways/read-store/mongodb.js';
