@@ -61,5 +61,7 @@ export interface Switch {
   onSignal(listener: (signal: SwitchSignal) => void): void;
   /** Legs the switch still holds (ringing or answered). */
   activeLegs(): string[];
+  /** Whether the switch still holds this leg: what activeLegs() says of one leg, without listing them all. */
+  hasLeg?(legId: string): boolean;
   close(): Promise<void>;
 }

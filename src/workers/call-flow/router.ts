@@ -55,6 +55,9 @@ export function waitingCallers(actors: Iterable<Actor>, svcId: number, now: numb
 
 /** The free agents (longest free first) this caller tries, in order, leaving those to callers ranked before it (callbacks among them). */
 export function agentsForCall(caller: RoutedCaller, svcId: number, free: readonly AgentDoc[], actors: Iterable<Actor>, others: readonly RoutedCaller[], now: number): number[] {
+  // No free agent (every agent busy, many callers waiting): nothing to rank. Ranking the waiting
+  // callers anyway cost each pick O(waiting log waiting), each dispatch the square of it.
+  if (free.length === 0) return [];
   const waiting = waitingCallers(actors, svcId, now).map((w) => w.caller);
   return agentsLeftFor(caller, others.length ? [...waiting, ...others] : waiting, free, now);
 }

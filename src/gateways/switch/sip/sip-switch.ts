@@ -126,6 +126,10 @@ export class SipSwitch implements Switch, SwitchCore {
     return [...this.legs.keys()];
   }
 
+  hasLeg(legId: string): boolean {
+    return this.legs.has(legId);
+  }
+
   dial(request: DialRequest): void {
     if (this.closed || this.legs.has(request.legId)) return;
     if (!this.transportOrNull) {
