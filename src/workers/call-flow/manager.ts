@@ -57,12 +57,12 @@ export class CallFlow {
     this.sw.onInbound?.((offer) => inboundCaller(this.ctx, offer));
     const head = await this.ctx.events.headPosition();
     await this.ctx.sync.waitFor(head);
+    await this.sw.recover?.();
     await recoverCalls(this.ctx, this.signer);
     await this.callbacks.load();
     this.subscription = this.ctx.events.subscribeToAll({ after: head });
     this.loop = consumeEvents(this.subscription, (e) => this.onEvent(e), () => this.stopped, (err) => this.ctx.logger.error({ err }, 'call flow stopped: event subscription failed'));
-    // Wrap-up ends by the clock, not by an event: look at waiting callers every second.
-    // So does overflow (overflowS): a waiting caller may take more agents as time passes.
+    // Wrap-up and overflow (overflowS) go by the clock, not by events: waiting callers looked at every second.
     this.ticker = setInterval(() => {
       for (const a of this.actors.values()) if (a.state.queuedAt !== null) this.scheduleDispatch(a.started.svcId);
       for (const svcId of this.callbacks.services()) this.scheduleDispatch(svcId);

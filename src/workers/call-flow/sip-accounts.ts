@@ -5,6 +5,8 @@
  */
 import type { Context } from '../../context.js';
 import type { Binding, SipAccounts } from '../../gateways/switch/sip/registrar.js';
+import type { DialogStore } from '../../gateways/switch/sip/lost-dialogs.js';
+import type { Dialog } from '../../gateways/switch/sip/dialog.js';
 import type { AgentDoc } from '../../projections/agents.js';
 import { sipPasswordStream } from '../../domain/events.js';
 
@@ -34,6 +36,20 @@ export function sipAccounts(ctx: Context): SipAccounts {
         if (b && b.expiresAt > ctx.now()) return { uri: b.contact, flow: b.flow };
       }
       return null;
+    },
+  };
+}
+
+/** Answered legs' SIP dialogs, kept so the worker that takes over ends them should this one be killed (lost-dialogs.ts). */
+export const SIP_DIALOGS = 'sip-dialogs';
+
+export function sipDialogs(ctx: Context): DialogStore {
+  return {
+    async save(entries) {
+      await ctx.reads.commit(entries.map(([legId, dialog]) => ({ collection: SIP_DIALOGS, id: legId, doc: dialog ? { legId, dialog } : null })), {});
+    },
+    async all() {
+      return (await ctx.reads.find<{ legId: string; dialog: Dialog }>(SIP_DIALOGS)).map((d) => [d.legId, d.dialog]);
     },
   };
 }

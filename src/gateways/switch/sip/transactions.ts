@@ -40,8 +40,8 @@ export interface TransactionHandlers {
   onRequest(req: SipRequest, tx: ServerTx): void;
   /** An ACK to a 2xx (its own transaction), or to nothing known. */
   onAck(ack: SipRequest, source: Peer): void;
-  /** A 2xx to an INVITE whose client transaction is gone: the dialog re-sends its ACK. */
-  onStray2xx(res: SipResponse): void;
+  /** A 2xx to an INVITE whose client transaction is gone: the dialog re-sends its ACK (or, when none knows it, ACKs and ends it). */
+  onStray2xx(res: SipResponse, source: Peer): void;
   /** Our 2xx to this INVITE never got its ACK (Timer H): the dialog is to be ended (RFC 3261 13.3.1.4). */
   onNoAck?(invite: SipRequest): void;
 }
@@ -135,7 +135,7 @@ export class Transactions {
 
   receive(m: SipMessage, source: Peer): void {
     if (this.closed) return;
-    if (m.kind === 'response') return this.clientResponse(m);
+    if (m.kind === 'response') return this.clientResponse(m, source);
     this.serverRequest(m, source);
   }
 
@@ -150,12 +150,12 @@ export class Transactions {
 
   // --- client side --------------------------------------------------------------------------
 
-  private clientResponse(res: SipResponse) {
+  private clientResponse(res: SipResponse, source: Peer) {
     const cseq = cseqOf(res);
     const key = `${branchOf(res)}|${cseq.method}`;
     const tx = this.clients.get(key);
     if (!tx) {
-      if (cseq.method === 'INVITE' && res.status >= 200 && res.status < 300) this.handlers.onStray2xx(res);
+      if (cseq.method === 'INVITE' && res.status >= 200 && res.status < 300) this.handlers.onStray2xx(res, source);
       return;
     }
     const invite = tx.req.method === 'INVITE';
@@ -168,7 +168,7 @@ export class Transactions {
       // 2xx: the TU ACKs it; retransmissions of it within 64*T1 go to the TU again (it re-ACKs).
       if (tx.state === 'accepted') {
         this.stats.answeredAgain++;
-        return this.handlers.onStray2xx(res);
+        return this.handlers.onStray2xx(res, source);
       }
       this.clearTimers(tx);
       tx.state = 'accepted';
