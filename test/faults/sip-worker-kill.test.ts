@@ -1,8 +1,9 @@
 /**
  * A SIP worker killed (kill -9) with calls up, then started again (CONTRACT 16, issue 31). The parties
  * of a bridged call talk to each other, not through the worker, so a killed worker leaves them
- * connected with no one to end the call: the next worker sends BYE in every dialog the killed one
- * kept, ends the calls in the log (every started call ends, every agent is free), and takes new calls.
+ * connected with no one to end the call, and a phone it rang ringing: the next worker sends BYE in
+ * every answered dialog the killed one kept and CANCEL to the ringing one, ends the calls in the log
+ * (every started call ends, every agent is free), and takes new calls.
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +14,7 @@ import { ADMIN_AUTH, PlatformProcess, buildPlatform, type Build } from '../suppo
 import { freePort, hasSipp, messageLog, scenario, sippMessages, startSipp, type Sipp } from '../support/sipp.js';
 import { until } from '../support/until.js';
 
+const LOST = 'sip: ended the legs a previous worker left (BYE when answered, CANCEL when ringing)';
 let build: Build;
 const running: PlatformProcess[] = [];
 const sipps: Sipp[] = [];
@@ -31,7 +33,7 @@ describe.skipIf(!hasSipp && !process.env.REQUIRE_SIPP)('a SIP worker killed with
   const types = async (events: SqliteEventStore, xnid: string) => (await events.readStream(`call-${xnid}`)).map((e) => e.type);
   const freeIds = async (p: PlatformProcess) => ((await (await p.fetch('/api/v1/agents-free?svc-id=101', { headers: ADMIN_AUTH })).json()) as { id: number }[]).map((a) => a.id);
 
-  it('the next worker sends BYE on the legs the killed one had up, ends its calls in the log and takes new calls', async () => {
+  it('the next worker sends BYE on the legs the killed one had up and CANCEL on the one ringing, ends its calls in the log and takes new calls', async () => {
     const trunkLog = messageLog();
     const trunk = await startSipp({ scenario: scenario('trunk-uas.xml'), messageFile: trunkLog });
     sipps.push(trunk);
@@ -53,16 +55,23 @@ describe.skipIf(!hasSipp && !process.env.REQUIRE_SIPP)('a SIP worker killed with
       for (const xnid of calls) await until(async () => (await types(events, xnid)).includes('CallBridged'), `call ${xnid} bridged`, 20_000);
       const legs = [...new Set(received('INVITE'))];
       expect(legs).toHaveLength(4);
+      // And one call ringing (the carrier's number ending 0000 rings until CANCEL).
+      const ringing = await place(first, '9876540000');
+      await until(async () => (await types(events, ringing)).includes('CustomerRing'), 'the third call ringing', 20_000);
+      const ringingLeg = await until(() => [...new Set(received('INVITE'))].find((id) => !legs.includes(id)), 'its INVITE at the trunk');
       await first.kill9();
       expect(received('BYE')).toEqual([]);
-      for (const xnid of calls) expect(await types(events, xnid)).not.toContain('CallEnded');
+      expect(received('CANCEL')).toEqual([]);
+      for (const xnid of [...calls, ringing]) expect(await types(events, xnid)).not.toContain('CallEnded');
 
       // The next worker on the same DATA_DIR and SIP address.
       const second = await PlatformProcess.start(build, 'worker again', env);
       running.push(second);
       await until(() => legs.every((id) => received('BYE').includes(id)), 'BYE on every leg the killed worker had up', 20_000);
-      expect(second.lines.find((l) => l.msg === 'sip: ended the answered legs a previous worker left (BYE)')).toMatchObject({ legs: 4 });
-      for (const xnid of calls) {
+      // The ringing leg is cancelled, and the carrier's 487 is ACKed (its SIPp call completes).
+      await until(() => received('CANCEL').includes(ringingLeg) && received('ACK').filter((id) => id === ringingLeg).length > 0, 'CANCEL, then the ACK of its 487, on the ringing leg', 20_000);
+      expect(second.lines.find((l) => l.msg === LOST)).toMatchObject({ legs: 4, ringing: 1 });
+      for (const xnid of [...calls, ringing]) {
         await until(async () => (await types(events, xnid)).includes('CallEnded'), `call ${xnid} ended`, 20_000);
         expect((await types(events, xnid)).filter((t) => t === 'CallEnded')).toHaveLength(1);
       }
@@ -83,7 +92,7 @@ describe.skipIf(!hasSipp && !process.env.REQUIRE_SIPP)('a SIP worker killed with
       await second.stop();
       const third = await PlatformProcess.start(build, 'worker, third start', env);
       running.push(third);
-      expect(third.lines.some((l) => l.msg === 'sip: ended the answered legs a previous worker left (BYE)')).toBe(false);
+      expect(third.lines.some((l) => l.msg === LOST)).toBe(false);
       expect(received('BYE')).toHaveLength(byes);
       await third.stop();
     } finally {

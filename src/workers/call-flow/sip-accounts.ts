@@ -5,8 +5,7 @@
  */
 import type { Context } from '../../context.js';
 import type { Binding, SipAccounts } from '../../gateways/switch/sip/registrar.js';
-import type { DialogStore } from '../../gateways/switch/sip/lost-dialogs.js';
-import type { Dialog } from '../../gateways/switch/sip/dialog.js';
+import type { DialogStore, KeptDialog } from '../../gateways/switch/sip/lost-dialogs.js';
 import type { AgentDoc } from '../../projections/agents.js';
 import { sipPasswordStream } from '../../domain/events.js';
 
@@ -46,10 +45,10 @@ export const SIP_DIALOGS = 'sip-dialogs';
 export function sipDialogs(ctx: Context): DialogStore {
   return {
     async save(entries) {
-      await ctx.reads.commit(entries.map(([legId, dialog]) => ({ collection: SIP_DIALOGS, id: legId, doc: dialog ? { legId, dialog } : null })), {});
+      await ctx.reads.commit(entries.map(([legId, kept]) => ({ collection: SIP_DIALOGS, id: legId, doc: kept ? { legId, ...kept } : null })), {});
     },
     async all() {
-      return (await ctx.reads.find<{ legId: string; dialog: Dialog }>(SIP_DIALOGS)).map((d) => [d.legId, d.dialog]);
+      return (await ctx.reads.find<{ legId: string } & KeptDialog & Record<string, unknown>>(SIP_DIALOGS)).map(({ legId, dialog, branch }) => [legId, branch ? { dialog, branch } : { dialog }]);
     },
   };
 }

@@ -1,9 +1,10 @@
 /**
  * Dialogs outliving their worker (CONTRACT 16, issue 31). A worker killed with calls up leaves both
  * parties of each call connected to each other (their media never passed through it) with no one to
- * end them: so the dialogs of answered legs are kept in a store every worker sees, and the next
- * worker to take the switch sends each of them BYE before it takes calls. A 2xx that no leg knows
- * (a party answering the INVITE of a worker that is gone) is ACKed and ended with BYE at once.
+ * end them, and the phones it was ringing ringing: so each dialled or answered leg's dialog is kept
+ * in a store every worker sees, and the next worker to take the switch sends each answered one BYE
+ * and each ringing one CANCEL before it takes calls. A 2xx that no leg knows (a party answering the
+ * INVITE of a worker that is gone) is ACKed and ended with BYE at once.
  */
 import { header, headerValues, parseNameAddr, tagOf, type SipRequest, type SipResponse } from './message.js';
 import { destination, hostPart, inDialog, type Dialog } from './dialog.js';
@@ -11,11 +12,17 @@ import { newBranch, type Transactions } from './transactions.js';
 import type { Peer, SipTransport } from './transport.js';
 import type { SipLog } from './switch-core.js';
 
+/** A leg's dialog as kept; `branch`: the leg is still ringing, its INVITE sent with this branch (a CANCEL takes it). */
+export interface KeptDialog {
+  dialog: Dialog;
+  branch?: string;
+}
+
 /** Where kept dialogs live (the read store's `sip-dialogs` on the platform), by leg id. */
 export interface DialogStore {
-  /** Stores (a dialog) or forgets (null) each leg's dialog, in one write. */
-  save(entries: ReadonlyArray<readonly [legId: string, dialog: Dialog | null]>): Promise<void>;
-  all(): Promise<Array<[legId: string, dialog: Dialog]>>;
+  /** Stores or forgets (null) each leg's dialog, in one write. */
+  save(entries: ReadonlyArray<readonly [legId: string, kept: KeptDialog | null]>): Promise<void>;
+  all(): Promise<Array<[legId: string, kept: KeptDialog]>>;
 }
 
 /** CSeq numbers skipped by a BYE sent for a lost dialog: above any re-INVITE the lost worker sent after the dialog was kept. */
@@ -24,7 +31,7 @@ const CSEQ_GAP = 1000;
 /** Keeps the answered legs' dialogs in the store; writes of one turn of the event loop go together. */
 export class DialogKeeper {
   private readonly kept = new Set<string>();
-  private pending = new Map<string, Dialog | null>();
+  private pending = new Map<string, KeptDialog | null>();
   private writing: Promise<void> = Promise.resolve();
   private scheduled = false;
 
@@ -33,10 +40,10 @@ export class DialogKeeper {
     private readonly log: SipLog,
   ) {}
 
-  /** The leg is answered: its dialog is kept. */
-  keep(legId: string, dialog: Dialog): void {
+  /** The leg is dialled (its INVITE's `branch`) or answered: its dialog is kept. */
+  keep(legId: string, dialog: Dialog, branch?: string): void {
     this.kept.add(legId);
-    this.queue(legId, { ...dialog, routeSet: [...dialog.routeSet], flow: { ...dialog.flow } });
+    this.queue(legId, { dialog: { ...dialog, routeSet: [...dialog.routeSet], flow: { ...dialog.flow } }, ...(branch ? { branch } : {}) });
   }
 
   /** The leg has ended: its dialog, if kept, is forgotten. */
@@ -50,8 +57,8 @@ export class DialogKeeper {
     await this.writing;
   }
 
-  private queue(legId: string, dialog: Dialog | null) {
-    this.pending.set(legId, dialog);
+  private queue(legId: string, kept: KeptDialog | null) {
+    this.pending.set(legId, kept);
     if (this.scheduled) return;
     this.scheduled = true;
     setImmediate(() => this.write());
@@ -71,18 +78,27 @@ export class DialogKeeper {
   }
 }
 
-/** Sends BYE in each dialog a previous worker kept, then forgets them all; answers how many. */
-export async function endLostDialogs(store: DialogStore, transactions: Transactions, contact: string, log: SipLog): Promise<number> {
+/** Sends BYE in each answered dialog a previous worker kept and CANCEL to each ringing one, then forgets them all. */
+export async function endLostDialogs(store: DialogStore, transactions: Transactions, contact: string, log: SipLog): Promise<{ answered: number; ringing: number }> {
   const lost = await store.all();
-  for (const [, kept] of lost) {
+  const none = { onResponse: () => undefined, onTimeout: () => undefined };
+  let ringing = 0;
+  for (const [, { dialog: kept, branch }] of lost) {
+    if (branch) {
+      // The INVITE's own Request-URI, Call-ID, From, To and CSeq number, and its branch (RFC 3261 9.1); its 487 is ACKed as a stray.
+      ringing++;
+      const invite = inDialog({ ...kept, remoteTag: null }, 'CANCEL', contact, '', 1);
+      transactions.request(invite, kept.flow, none, branch);
+      continue;
+    }
     const dialog: Dialog = { ...kept, localSeq: kept.localSeq + CSEQ_GAP };
-    transactions.request(inDialog(dialog, 'BYE', contact), destination(dialog), { onResponse: () => undefined, onTimeout: () => undefined });
+    transactions.request(inDialog(dialog, 'BYE', contact), destination(dialog), none);
   }
   if (lost.length > 0) {
     await store.save(lost.map(([legId]) => [legId, null] as const));
-    log.warn({ legs: lost.length }, 'sip: ended the answered legs a previous worker left (BYE)');
+    log.warn({ legs: lost.length - ringing, ringing }, 'sip: ended the legs a previous worker left (BYE when answered, CANCEL when ringing)');
   }
-  return lost.length;
+  return { answered: lost.length - ringing, ringing };
 }
 
 /** A 2xx to an INVITE of ours that no leg knows: ACKed (RFC 3261 13.2.2.4), then ended with BYE. */

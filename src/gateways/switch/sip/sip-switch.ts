@@ -116,7 +116,7 @@ export class SipSwitch implements Switch, SwitchCore {
   activeLegs(): string[] { return [...this.legs.keys()]; }
   hasLeg(legId: string): boolean { return this.legs.has(legId); }
 
-  /** Taking the switch over: the answered legs a killed worker left get BYE (lost-dialogs.ts). */
+  /** Taking the switch over: the legs a killed worker left get BYE, or CANCEL when ringing (lost-dialogs.ts). */
   async recover(): Promise<void> {
     if (this.options.dialogs && this.transactionsOrNull) await endLostDialogs(this.options.dialogs, this.transactions, this.contact, this.options.log);
   }
@@ -167,6 +167,7 @@ export class SipSwitch implements Switch, SwitchCore {
     const req = inDialog(dialog, 'INVITE', this.contact, '', 1);
     const branch = newBranch();
     leg.invite = { req, branch, to: target.peer };
+    this.keeper?.keep(leg.legId, dialog, branch);
     this.transactions.request(req, target.peer, { onResponse: (res) => this.onInviteResponse(leg, res), onTimeout: () => this.end(leg, 'no_answer') }, branch);
   }
 

@@ -5,7 +5,7 @@
  * Accepted state does), and a retransmitted 2xx is handed to `onStray2xx` so the dialog re-ACKs it.
  */
 import { randomBytes } from 'node:crypto';
-import { header, headerValues, parseCSeq, parseVia, type SipMessage, type SipRequest, type SipResponse } from './message.js';
+import { header, headerValues, parseCSeq, parseNameAddr, parseVia, type SipMessage, type SipRequest, type SipResponse } from './message.js';
 import type { Peer } from './transport.js';
 
 export interface Timers {
@@ -156,6 +156,8 @@ export class Transactions {
     const tx = this.clients.get(key);
     if (!tx) {
       if (cseq.method === 'INVITE' && res.status >= 200 && res.status < 300) this.handlers.onStray2xx(res, source);
+      // A failure to an INVITE of a process gone (a previous worker's, cancelled by this one): its ACK, so the peer stops resending it.
+      else if (cseq.method === 'INVITE' && res.status >= 300) this.sender.send(ackForStray(res), source);
       return;
     }
     const invite = tx.req.method === 'INVITE';
@@ -351,6 +353,14 @@ function stampVia(v: string, source: Peer): string {
 }
 
 /** The ACK of a non-2xx final response: same transaction (RFC 3261 17.1.1.3). */
+/** The ACK of a non-2xx final response with no transaction: from the response alone (its top Via is ours; the To's URI stands for the Request-URI). */
+function ackForStray(res: SipResponse): SipRequest {
+  const keep = ['from', 'to', 'call-id'];
+  const headers: Array<[string, string]> = [['via', header(res, 'via') ?? ''], ['max-forwards', '70'], ...res.headers.filter(([n]) => keep.includes(n)), ['cseq', `${cseqOf(res).seq} ACK`]];
+  const uri = parseNameAddr(header(res, 'to') ?? '')?.uri ?? '';
+  return { kind: 'request', method: 'ACK', uri, headers, body: '' };
+}
+
 function ackFor(req: SipRequest, res: SipResponse): SipRequest {
   const headers: Array<[string, string]> = [];
   for (const [n, v] of req.headers) {
