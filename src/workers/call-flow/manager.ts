@@ -17,9 +17,8 @@ import { activeLegs, type CallCommand, type CallStartedData, type CallState, typ
 import type { AgentState } from '../../commands/agent/agent.js';
 import type { RecordingSigner } from '../../domain/recording.js';
 import { isEvent } from '../../commands/platform-events.js';
-import { freeAgents } from '../../queries/agents.js';
 import { SerialRunner, consumeEvents } from './serial.js';
-import { agentOrder, placeCallback, queueCommand, routeOf, turns } from './router.js';
+import { agentOrder, placeCallback, queueCommand, routeOf, servedTurns } from './router.js';
 import { QueueCallbacks } from './callbacks.js';
 import { recoverCalls } from './recovery.js';
 import { inboundCaller } from './inbound.js';
@@ -388,9 +387,8 @@ export class CallFlow {
     setImmediate(() =>
       this.steps.run(`dispatch-${svcId}`, async () => {
         this.dispatchPending.delete(svcId);
-        // In caller order (routing.ts): each caller leaves the agents of those before it alone; none when no agent is free.
-        if ((await freeAgents(this.ctx, svcId)).length === 0) return;
-        for (const t of await turns(this.actors.values(), this.callbacks, svcId, this.ctx.now())) {
+        // In caller order (routing.ts): each caller leaves the agents of those before it alone.
+        for (const t of await servedTurns(this.ctx, this.actors.values(), this.callbacks, svcId)) {
           if (t.a) this.run(t.a.xnid, () => this.offerNext(t.a));
           else this.run(`callback-${t.entry.callbackId}`, () => placeCallback(this.ctx, t.entry, t.caller, this.actors.values(), this.callbacks, this.commands));
         }
