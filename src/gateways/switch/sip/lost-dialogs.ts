@@ -101,8 +101,8 @@ export async function endLostDialogs(store: DialogStore, transactions: Transacti
   return { answered: lost.length - ringing, ringing };
 }
 
-/** A 2xx to an INVITE of ours that no leg knows: ACKed (RFC 3261 13.2.2.4), then ended with BYE. */
-export function endStrayAnswer(res: SipResponse, source: Peer, transport: SipTransport, transactions: Transactions, advertise: string, contact: string): void {
+/** A 2xx to an INVITE of ours that no leg knows: ACKed (RFC 3261 13.2.2.4), then (`bye`: the first time) ended with BYE. */
+export function endStrayAnswer(res: SipResponse, source: Peer, transport: SipTransport, transactions: Transactions, advertise: string, contact: string, bye = true): void {
   const from = header(res, 'from');
   const to = header(res, 'to');
   const callId = header(res, 'call-id');
@@ -126,5 +126,5 @@ export function endStrayAnswer(res: SipResponse, source: Peer, transport: SipTra
   const ack: SipRequest = inDialog(dialog, 'ACK', contact, '', seq);
   ack.headers.unshift(['via', `SIP/2.0/${source.transport.toUpperCase()} ${hostPart(advertise)}:${transport.port};branch=${newBranch()};rport`]);
   transport.send(ack, source);
-  transactions.request(inDialog(dialog, 'BYE', contact), source, { onResponse: () => undefined, onTimeout: () => undefined });
+  if (bye) transactions.request(inDialog(dialog, 'BYE', contact), source, { onResponse: () => undefined, onTimeout: () => undefined });
 }

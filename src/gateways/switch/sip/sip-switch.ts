@@ -55,6 +55,8 @@ export class SipSwitch implements Switch, SwitchCore {
   private readonly now: () => number;
   private closed = false;
   private readonly keeper: DialogKeeper | null;
+  /** Stray 2xx already ended (lost-dialogs.ts), until their retransmissions stop. */
+  private readonly strays = new Set<string>();
 
   constructor(readonly options: SipSwitchOptions) {
     this.keeper = options.dialogs ? new DialogKeeper(options.dialogs, options.log) : null;
@@ -353,7 +355,15 @@ export class SipSwitch implements Switch, SwitchCore {
     for (const leg of this.dialogs.values()) {
       if (leg.dialog.sipCallId === header(res, 'call-id') && leg.direction === 'out') return this.ack(leg, res, leg.sentSdp ?? '');
     }
-    if (!this.closed) endStrayAnswer(res, source, this.transport, this.transactions, this.advertise, this.contact);
+    if (this.closed) return;
+    // Its retransmissions are ACKed again, but ended once.
+    const id = `${header(res, 'call-id')}|${header(res, 'to')}`;
+    const first = !this.strays.has(id);
+    if (first) {
+      this.strays.add(id);
+      setTimeout(() => this.strays.delete(id), 64 * (this.options.timers ?? DEFAULT_TIMERS).t1).unref();
+    }
+    endStrayAnswer(res, source, this.transport, this.transactions, this.advertise, this.contact, first);
   }
 
   /** CANCEL of a ringing INVITE: only after a provisional response (RFC 3261 9.1), else once one comes. */
