@@ -45,7 +45,9 @@ export const SIP_DIALOGS = 'sip-dialogs';
 export function sipDialogs(ctx: Context): DialogStore {
   return {
     async save(entries) {
-      await ctx.reads.commit(entries.map(([legId, kept]) => ({ collection: SIP_DIALOGS, id: legId, doc: kept ? { legId, ...kept } : null })), {});
+      // put and delete, not commit: a commit may be held back a few milliseconds (the read store's
+      // coalescing) and lost with a killed worker, the very case these are kept for.
+      await Promise.all(entries.map(([legId, kept]) => (kept ? ctx.reads.put(SIP_DIALOGS, legId, { legId, ...kept }) : ctx.reads.delete(SIP_DIALOGS, legId))));
     },
     async all() {
       return (await ctx.reads.find<{ legId: string } & KeptDialog & Record<string, unknown>>(SIP_DIALOGS)).map(({ legId, dialog, branch }) => [legId, branch ? { dialog, branch } : { dialog }]);
