@@ -17,8 +17,8 @@
  * BENCH_WEBHOOKS_WARMUP (1000,10000: a round measured after each count of deliveries) for the webhooks suite, BENCH_REDIS_URL (the webhooks suite again with
  * the job queue on BullMQ at that Redis), BENCH_REPLAY_EVENTS (1000000) and BENCH_EXPORT_CALLS (100000) for the replay suite,
  * BENCH_DATABASE_URL (a PostgreSQL server: the http, calls and webhooks suites run again with DATABASE_URL
- * on a database of their own, created and dropped by the run), BENCH_CPU_PROFILE=dir (a CPU profile of the servers per HTTP scenario, and of the calls and webhooks
- * suites whole).
+ * on a database of their own, created and dropped by the run), BENCH_CPU_PROFILE=dir (a CPU profile of the servers per HTTP scenario, and of the calls, webhooks
+ * and sip suites whole).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -480,8 +480,8 @@ async function main() {
   for (const suite of suites.filter((s) => !only || only.includes(s.name))) {
     process.stdout.write(`\n== ${suite.name}\n`);
     try {
-      // The calls and webhooks suites run in this process: BENCH_CPU_PROFILE profiles them whole.
-      const run = suite.name === 'calls' || suite.name === 'webhooks' ? () => profiled(`suite-${suite.name}`, () => suite.run()) : () => suite.run();
+      // The calls, webhooks and sip suites run in this process: BENCH_CPU_PROFILE profiles them whole.
+      const run = suite.name === 'calls' || suite.name === 'webhooks' || suite.name === 'sip' ? () => profiled(`suite-${suite.name}`, () => suite.run()) : () => suite.run();
       process.stdout.write(`\n${await run()}`);
     } catch (err) {
       process.stderr.write(`\n${suite.name} failed: ${(err as Error).message}\n`);

@@ -11,6 +11,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import dgram from 'node:dgram';
 import net from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { createPlatform } from '../src/platform.js';
@@ -18,6 +20,7 @@ import { applyProvisioning } from '../src/commands/provisioning/provision.js';
 import type { SipSwitch } from '../src/gateways/switch/sip/sip-switch.js';
 import type { SipMessage } from '../src/gateways/switch/sip/message.js';
 import type { Peer } from '../src/gateways/switch/sip/transport.js';
+import type { SipClientOptions, SipClientOrder, SipClientReport } from './sip-client.js';
 
 export interface SipStep {
   rate: number;
@@ -95,41 +98,64 @@ export async function benchSip(options: { rates?: number[]; seconds?: number } =
       send(m, to);
     };
     const ended = new Map<string, boolean>();
+    let hangup: (xnid: string) => void = () => undefined;
+    // When each call's CallStarted is read by a subscription like the worker's (BENCH_SIP_BREAKDOWN=1).
+    const startedSeen = new Map<string, number>();
     const sub = platform.ctx.events.subscribeToAll({ after: await platform.ctx.events.headPosition() });
     const watching = (async () => {
       for await (const e of sub) {
-        if (e.type === 'CallBridged') {
-          const xnid = (e.data as { xnid: string }).xnid;
-          void fetch(`${httpUrl}/api/v1/calls/${xnid}`, { method: 'POST', headers: { authorization, 'content-type': 'application/x-www-form-urlencoded' }, body: 'signal=hangup' }).then((r) => r.arrayBuffer());
+        if (e.type === 'CallStarted') startedSeen.set((e.data as { xnid: string }).xnid, now());
+        else if (e.type === 'CallBridged') {
+          hangup((e.data as { xnid: string }).xnid);
         } else if (e.type === 'CallEnded') {
           const d = e.data as { xnid: string; disposition: string; webhook?: unknown };
           ended.set(d.xnid, d.disposition === 'answered' && d.webhook !== undefined);
         }
       }
     })();
+    // The HTTP client runs on a thread of its own (sip-client.ts): this thread is the platform's.
+    const client = new Worker(new URL('./sip-client.js', import.meta.url), { workerData: { sip: { url: httpUrl!, authorization } satisfies SipClientOptions } });
+    client.unref();
+    hangup = (xnid) => client.postMessage({ hangup: xnid } satisfies SipClientOrder);
     let seq = 0;
     const step = async (rate: number, secs: number): Promise<SipStep> => {
       const total = Math.round(rate * secs);
-      const placed: Array<{ number: string; at: number; id: Promise<string | null> }> = [];
+      const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+      loopDelay.enable();
+      const placed: Array<{ number: string; at: number; answered: number; id: string | null }> = [];
+      const first = seq + 1;
+      seq += total;
       const t0 = now();
-      while (placed.length < total) {
-        const due = Math.min(total, Math.floor(((now() - t0) / 1000) * rate) + 1);
-        while (placed.length < due) {
-          const number = `98${String(++seq).padStart(7, '0')}5`;
-          const at = now();
-          const id = fetch(`${httpUrl}/api/v1/calls`, { method: 'POST', headers: { authorization, 'content-type': 'application/x-www-form-urlencoded' }, body: `number=${number}` })
-            .then(async (r) => (r.status === 200 ? ((await r.json()) as { id: string }).id : null))
-            .catch(() => null);
-          placed.push({ number, at, id });
-        }
-        await new Promise((r) => setTimeout(r, 2));
-      }
-      const ids = await Promise.all(placed.map((p) => p.id));
+      const cpu0 = process.cpuUsage();
+      await new Promise<void>((resolve) => {
+        const onReport = (m: SipClientReport) => {
+          if ('placed' in m) return void placed.push({ number: m.placed, at: m.at, answered: m.answered, id: m.id });
+          client.off('message', onReport);
+          resolve();
+        };
+        client.on('message', onReport);
+        client.postMessage({ step: { rate, total, first } } satisfies SipClientOrder);
+      });
+      const ids = placed.map((p) => p.id);
       const deadline = now() + 15_000;
       while (now() < deadline && !ids.every((id) => id !== null && ended.has(id))) await new Promise((r) => setTimeout(r, 20));
+      loopDelay.disable();
+      const cpu = process.cpuUsage(cpu0);
       const elapsed = (now() - t0) / 1000;
       const failed = ids.filter((id) => id === null || ended.get(id) !== true).length;
       const pdd = placed.map((p) => (inviteAt.get(p.number) ?? Infinity) - p.at).sort((a, b) => a - b);
+      if (process.env.BENCH_SIP_BREAKDOWN) {
+        // Where the delay goes: the event loop's own delay, then each segment from the POST's sending.
+        const seg = (f: (p: (typeof placed)[number]) => number) => {
+          const v = placed.map(f).filter(Number.isFinite).sort((a, b) => a - b);
+          return `p50 ${quantile(v, 0.5).toFixed(1)} p99 ${quantile(v, 0.99).toFixed(1)}`;
+        };
+        const ms = (ns: number) => (ns / 1e6).toFixed(1);
+        console.error(
+          `sip breakdown at ${rate} calls/s: this process's CPU ${((cpu.user + cpu.system) / 1000 / total).toFixed(2)} ms a call; event loop delay p50 ${ms(loopDelay.percentile(50))} p99 ${ms(loopDelay.percentile(99))} max ${ms(loopDelay.max)}; ` +
+            `CallStarted read ${seg((p) => (startedSeen.get(p.id ?? '') ?? NaN) - p.at)}; INVITE sent ${seg((p) => (inviteAt.get(p.number) ?? NaN) - p.at)}; POST answered ${seg((p) => p.answered - p.at)}`,
+        );
+      }
       return { rate, calls: total, failed, callsPerSecond: (total - failed) / elapsed, pddP50: quantile(pdd, 0.5), pddP99: quantile(pdd, 0.99) };
     };
     await step(20, 2); // warm-up: the JIT, the stores' first pages
@@ -141,6 +167,7 @@ export async function benchSip(options: { rates?: number[]; seconds?: number } =
     }
     sub.close();
     await watching;
+    await client.terminate();
     // The step without a failed call that completed the most calls a second.
     const best = steps.filter((s) => s.failed === 0).sort((a, b) => b.callsPerSecond - a.callsPerSecond)[0] ?? null;
     return { steps, best };

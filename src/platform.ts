@@ -27,7 +27,7 @@ import { loadSigningKey } from './commands/platform-key.js';
 import { CursorCodec } from './domain/cursor.js';
 import { SimulatedSwitch } from './gateways/switch/simulator.js';
 import { listenSip, newSipSwitch } from './sip-setup.js';
-import { sipAccounts } from './workers/call-flow/sip-accounts.js';
+import { sipAccounts, sipDialogs } from './workers/call-flow/sip-accounts.js';
 import { CallFlow } from './workers/call-flow/manager.js';
 import { QueueAlertMonitor } from './workers/queue-alerts/monitor.js';
 import type { QueueAlertDoc } from './projections/queue-alerts.js';
@@ -214,7 +214,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   shareAggregateCache(workerEvents, events);
   const workerCtx: Context = { ...ctx, events: workerEvents };
   const app = config.roles.has('api') ? await buildApp(ctx) : null;
-  const sipSwitch = config.roles.has('worker') && config.switch.kind === 'sip' ? newSipSwitch(config, logger, now, sipAccounts(ctx)) : null;
+  const sipSwitch = config.roles.has('worker') && config.switch.kind === 'sip' ? newSipSwitch(config, logger, now, sipAccounts(ctx), sipDialogs(ctx)) : null;
   const callFlow = config.roles.has('worker')
     ? new CallFlow(workerCtx, sipSwitch ?? new SimulatedSwitch({ answerMs: config.simAnswerMs, ringTimeoutMs: config.simRingTimeoutMs, talkMs: config.simTalkMs, now }), signer)
     : null;

@@ -3,8 +3,9 @@ import { networkInterfaces } from 'node:os';
 import { ConfigError, type Config } from './config.js';
 import { SipSwitch, type SipLog } from './gateways/switch/sip/sip-switch.js';
 import type { SipAccounts } from './gateways/switch/sip/registrar.js';
+import type { DialogStore } from './gateways/switch/sip/lost-dialogs.js';
 
-export function newSipSwitch(config: Config, log: SipLog & { child?(b: object): SipLog }, now: () => number, accounts: SipAccounts): SipSwitch {
+export function newSipSwitch(config: Config, log: SipLog & { child?(b: object): SipLog }, now: () => number, accounts: SipAccounts, dialogs?: DialogStore): SipSwitch {
   const c = config.switch;
   if (c.kind !== 'sip') throw new Error('not a SIP configuration');
   return new SipSwitch({
@@ -17,6 +18,7 @@ export function newSipSwitch(config: Config, log: SipLog & { child?(b: object): 
     advertise: advertised(c.host),
     now,
     accounts,
+    dialogs,
   });
 }
 

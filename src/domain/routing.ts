@@ -97,6 +97,7 @@ export function assignAgents(callers: readonly RoutedCaller[], agents: readonly 
  * the callers ranked before it would be given are left out, then its own best first.
  */
 export function agentsLeftFor(caller: RoutedCaller, waiting: readonly RoutedCaller[], agents: readonly RoutedAgent[], now: number): number[] {
+  if (agents.length === 0) return [];
   const ahead = waiting.filter((w) => w.id !== caller.id && compareCallers(w, caller) < 0);
   const taken = new Set(ahead.length > 0 ? assignAgents(ahead, agents, now).values() : []);
   return agentsFor(caller, agents.filter((a) => !taken.has(a.agentId)), now).map((a) => a.agentId);

@@ -3,7 +3,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../support/server.js';
 import { teamDoc } from '../support/fixtures.js';
 import { ended, eventually, legTypes, reached } from '../support/wait.js';
-import { freePort, hasSipp, messageLog, outcome, scenario, scenarioWith, sippMessages, startSipp, type Sipp } from '../support/sipp.js';
+import { freePort, hasSipp, messageLog, outcome, scenario, scenarioWith, sippMessages, startSipp, type Logged, type Sipp } from '../support/sipp.js';
+import { header } from '../../src/gateways/switch/sip/message.js';
+import { audioOf } from '../../src/gateways/switch/sip/sdp.js';
 
 describe.skipIf(!hasSipp && !process.env.REQUIRE_SIPP)('calls over SIP, SIPp as carrier and callers', () => {
   let s: TestServer;
@@ -35,6 +37,7 @@ describe.skipIf(!hasSipp && !process.env.REQUIRE_SIPP)('calls over SIP, SIPp as 
     const agents = doc.services[0].agents;
     agents[0].sipPassword = 'asha-phone-secret';
     agents[1].sipPassword = 'bala-phone-secret';
+    agents[2].sipPassword = 'chitra-phone-secret';
     expect((await s.ops('/ops/v1/provisioning', { method: 'PUT', json: doc })).status).toBe(200);
   });
   afterAll(async () => {
@@ -198,5 +201,48 @@ describe.skipIf(!hasSipp && !process.env.REQUIRE_SIPP)('calls over SIP, SIPp as 
     await eventually(async () => (await s.platform.ctx.events.readStream(`call-${xnid}`)).some((e) => e.type === 'AgentHangup' && (e.data as any).agentId === from), 'the first agent leaves');
     expect((await s.api(`/api/v1/calls/${xnid}`, { method: 'POST', form: { signal: 'hangup' } })).status).toBe(200);
     expect((await ended(s, xnid)).at(-1)!.data).toMatchObject({ disposition: 'answered' });
+  });
+
+  it("an attended transfer: the first agent stays with the customer while the new agent's phone rings; once it answers the first agent gets BYE and the customer and the new agent get each other's media", async () => {
+    // Chitra's phone, registered: it rings 1 s before answering (SIP_RING_TIMEOUT_MS is 1.5 s here), its media on 198.51.100.x (the trunk's are on 192.0.2.x).
+    const phoneLog = messageLog();
+    const phone = await startSipp({ scenario: scenarioWith('trunk-uas.xml', { '<label id="answer"/>': '<pause milliseconds="1000"/>\n  <label id="answer"/>', '192.0.2.': '198.51.100.' }), messageFile: phoneLog });
+    sipps.push(phone);
+    const contact = `sip:chitra@127.0.0.1:${phone.port}`;
+    const reg = await startSipp({ scenario: scenarioWith('phone-register.xml', { STATUS: '200' }), remote: `127.0.0.1:${sipPort}`, keys: { user: 'chitra', domain: 'pbx.test', contact }, args: ['-m', '1', '-au', 'chitra', '-ap', 'chitra-phone-secret'] });
+    sipps.push(reg);
+    expect(await outcome(reg)).toEqual({ code: 0, output: '' });
+    const xnid = await place({ number: '9876543210' });
+    await reached(s, xnid, 'CallBridged');
+    await setAgents({ '9100001003': 'status=0' });
+    const trunkAt = sippMessages(trunkLog).length;
+    const got = (log: Logged[], method: string) => log.filter((m) => m.direction === 'received' && m.message.kind === 'request' && m.message.method === method);
+    const res = await s.api('/api/v1/transfer', { method: 'POST', form: { 'agent-id': '1001', type: 'ATTENDED', 'call-id': xnid, 'to-agent-id': '1003' } });
+    expect([res.status, await res.json()]).toEqual([200, true]);
+    // While the phone rings, Asha is still with the customer: no BYE has left for either of their legs.
+    await eventually(async () => sippMessages(phoneLog).some((m) => m.direction === 'sent' && m.message.kind === 'response' && m.message.status === 180), 'the phone ringing');
+    expect(got(sippMessages(trunkLog).slice(trunkAt), 'BYE')).toEqual([]);
+    expect((await s.platform.ctx.events.readStream(`call-${xnid}`)).some((e) => e.type === 'AgentHangup')).toBe(false);
+    // The phone answers: Chitra is bridged, Asha leaves.
+    const events = await reached(s, xnid, 'CallBridged', 2);
+    expect(events.filter((e) => e.type === 'CallBridged').map((e) => (e.data as any).agentId)).toEqual([1001, 1003]);
+    const trunk = () => sippMessages(trunkLog).slice(trunkAt);
+    await eventually(async () => got(trunk(), 'BYE').length === 1, "BYE on Asha's leg");
+    const types = await eventually(async () => {
+      const t = (await s.platform.ctx.events.readStream(`call-${xnid}`)).map((e) => e.type + ((e.data as any).agentId ? `:${(e.data as any).agentId}` : ''));
+      return t.includes('AgentHangup:1001') ? t : undefined;
+    }, "Asha's leg ended");
+    expect(types.indexOf('AgentUp:1003')).toBeLessThan(types.indexOf('AgentHangup:1001'));
+    // On the wire: the customer's last SDP from the platform is the phone's answer, and the phone's is the customer's media.
+    const phoneAnswer = audioOf(sippMessages(phoneLog).find((m) => m.direction === 'sent' && m.message.kind === 'response' && m.message.status === 200 && /INVITE/.test(header(m.message, 'cseq') ?? ''))!.message.body)!;
+    expect(phoneAnswer.address).toMatch(/^198\.51\.100\./);
+    await eventually(async () => {
+      const toCustomer = got(trunk(), 'INVITE').at(-1);
+      const toPhone = got(sippMessages(phoneLog), 'INVITE').at(-1);
+      return toCustomer && toPhone && audioOf(toCustomer.message.body)?.address === phoneAnswer.address && /^192\.0\.2\./.test(audioOf(toPhone.message.body)?.address ?? '') ? true : undefined;
+    }, 'each party given the other media by re-INVITE');
+    expect((await s.api(`/api/v1/calls/${xnid}`, { method: 'POST', form: { signal: 'hangup' } })).status).toBe(200);
+    expect((await ended(s, xnid)).at(-1)!.data).toMatchObject({ disposition: 'answered' });
+    await s.platform.ctx.reads.commit([{ collection: 'sip-bindings', id: 'chitra', doc: null }], {});
   });
 });

@@ -61,5 +61,9 @@ export interface Switch {
   onSignal(listener: (signal: SwitchSignal) => void): void;
   /** Legs the switch still holds (ringing or answered). */
   activeLegs(): string[];
+  /** Whether the switch still holds this leg: what activeLegs() says of one leg, without listing them all. */
+  hasLeg?(legId: string): boolean;
+  /** Run once when this process takes the switch, before any call: ends what a previous process left connected. */
+  recover?(): Promise<void>;
   close(): Promise<void>;
 }

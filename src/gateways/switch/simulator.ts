@@ -46,6 +46,10 @@ export class SimulatedSwitch implements Switch {
     return [...this.legs.keys()];
   }
 
+  hasLeg(legId: string): boolean {
+    return this.legs.has(legId);
+  }
+
   dial(request: DialRequest): void {
     if (this.closed || this.legs.has(request.legId)) return;
     const leg: SimLeg = { ...request, state: 'ringing', timers: [] };

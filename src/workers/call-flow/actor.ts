@@ -7,6 +7,7 @@ import { activeLegs, callDecider, type CallCommand, type CallStartedData, type C
 import type { Step } from './steps.js';
 import type { AgentState } from '../../commands/agent/agent.js';
 import type { QueueDef } from '../../domain/events.js';
+import type { Switch } from '../../gateways/switch/port.js';
 
 export interface AgentLeg {
   agentId: number;
@@ -67,12 +68,20 @@ export const nextLegId = (a: Actor): string => `${a.xnid}:${++a.seq}`;
 /** Every leg the call may still hold: the aggregate's live legs, the agents dialled, the monitors. */
 export const allLegs = (a: Actor): Set<string> => new Set([...activeLegs(a.state).map(([id]) => id), ...a.agentLegs.keys(), ...a.monitorLegs.keys()]);
 
+/** The legs the switch still holds (a Set, or the switch asked leg by leg). */
+export interface LiveLegs {
+  has(legId: string): boolean;
+}
+
+/** The legs the switch holds, asked leg by leg where it can (a set of all of them per call step cost O(calls up) each). */
+export const liveLegs = (sw: Switch): LiveLegs => (sw.hasLeg ? { has: (id) => sw.hasLeg!(id) } : new Set(sw.activeLegs()));
+
 /** The customer and agent legs of the call among `live`: the call ends once there is none. */
-export const partyLegs = (a: Actor, live: ReadonlySet<string>): string[] =>
+export const partyLegs = (a: Actor, live: LiveLegs): string[] =>
   [...activeLegs(a.state).map(([id]) => id), ...a.agentLegs.keys(), ...(a.customerLeg ? [a.customerLeg] : [])].filter((id) => live.has(id));
 
 /** No customer, agent or monitor leg of the call is left among `live`. */
-export const nothingLeft = (a: Actor, live: ReadonlySet<string>): boolean => partyLegs(a, live).length === 0 && ![...a.monitorLegs.keys()].some((id) => live.has(id));
+export const nothingLeft = (a: Actor, live: LiveLegs): boolean => partyLegs(a, live).length === 0 && ![...a.monitorLegs.keys()].some((id) => live.has(id));
 
 /** The end of a call: the agents it still holds released, then the call ended (one append). */
 export function endSteps(a: Actor, now: number, recordingUrl: string | null): Step[] {

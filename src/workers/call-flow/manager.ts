@@ -18,12 +18,12 @@ import type { AgentState } from '../../commands/agent/agent.js';
 import type { RecordingSigner } from '../../domain/recording.js';
 import { isEvent } from '../../commands/platform-events.js';
 import { SerialRunner, consumeEvents } from './serial.js';
-import { agentOrder, placeCallback, queueCommand, routeOf, turns } from './router.js';
+import { agentOrder, placeCallback, queueCommand, routeOf, servedTurns } from './router.js';
 import { QueueCallbacks } from './callbacks.js';
 import { recoverCalls } from './recovery.js';
 import { inboundCaller } from './inbound.js';
 import { ActorCommands, WEBHOOK_RECORDING_TTL_MS, type Step } from './commands.js';
-import { afterAgentLeft, allLegs, bridgeCommand, endSteps, ringStep, newActor, nextLegId, nothingLeft, partyLegs, type Actor, type AgentLeg } from './actor.js';
+import { afterAgentLeft, allLegs, bridgeCommand, endSteps, ringStep, newActor, nextLegId, nothingLeft, partyLegs, type Actor, type AgentLeg, liveLegs } from './actor.js';
 
 export class CallFlow {
   private readonly actors = new Map<string, Actor>();
@@ -56,12 +56,12 @@ export class CallFlow {
     this.sw.onInbound?.((offer) => inboundCaller(this.ctx, offer));
     const head = await this.ctx.events.headPosition();
     await this.ctx.sync.waitFor(head);
+    await this.sw.recover?.();
     await recoverCalls(this.ctx, this.signer);
     await this.callbacks.load();
     this.subscription = this.ctx.events.subscribeToAll({ after: head });
     this.loop = consumeEvents(this.subscription, (e) => this.onEvent(e), () => this.stopped, (err) => this.ctx.logger.error({ err }, 'call flow stopped: event subscription failed'));
-    // Wrap-up ends by the clock, not by an event: look at waiting callers every second.
-    // So does overflow (overflowS): a waiting caller may take more agents as time passes.
+    // Wrap-up and overflow (overflowS) go by the clock, not by events: waiting callers looked at every second.
     this.ticker = setInterval(() => {
       for (const a of this.actors.values()) if (a.state.queuedAt !== null) this.scheduleDispatch(a.started.svcId);
       for (const svcId of this.callbacks.services()) this.scheduleDispatch(svcId);
@@ -296,7 +296,7 @@ export class CallFlow {
     if (a.offering === legId) a.offering = null;
     a.reserved.delete(leg.agentId);
     // The leg's end, the agent's release and, when nothing is left of a call that is ending, its end: one append.
-    const ends = a.ending && nothingLeft(a, new Set(this.sw.activeLegs()));
+    const ends = a.ending && nothingLeft(a, liveLegs(this.sw));
     await this.commands.together(a, [
       { kind: 'call', xnid: a.xnid, command: { type: 'Down', legId, time } },
       { kind: 'agent', svcId: a.started.svcId, agentId: leg.agentId, command: { type: 'Release', xnid: a.xnid, time: this.ctx.now(), wrapUp: a.started.wrapUp } },
@@ -356,15 +356,14 @@ export class CallFlow {
 
   /** Hangs up every leg still up or ringing; false when there was none. */
   private hangupAll(a: Actor): boolean {
-    const live = new Set(this.sw.activeLegs());
-    const legs = [...allLegs(a)].filter((id) => live.has(id));
+    const live = liveLegs(this.sw), legs = [...allLegs(a)].filter((id) => live.has(id));
     for (const id of legs) this.sw.hangup(id);
     return legs.length > 0;
   }
 
   /** Ends the call once no customer or agent leg is left; monitors are hung up first. */
   private async maybeEnd(a: Actor) {
-    const live = new Set(this.sw.activeLegs());
+    const live = liveLegs(this.sw);
     if (partyLegs(a, live).length > 0) return;
     const monitors = [...a.monitorLegs.keys()].filter((id) => live.has(id));
     // Monitors are hung up first: their ends come back here.
@@ -389,7 +388,7 @@ export class CallFlow {
       this.steps.run(`dispatch-${svcId}`, async () => {
         this.dispatchPending.delete(svcId);
         // In caller order (routing.ts): each caller leaves the agents of those before it alone.
-        for (const t of await turns(this.actors.values(), this.callbacks, svcId, this.ctx.now())) {
+        for (const t of await servedTurns(this.ctx, this.actors.values(), this.callbacks, svcId)) {
           if (t.a) this.run(t.a.xnid, () => this.offerNext(t.a));
           else this.run(`callback-${t.entry.callbackId}`, () => placeCallback(this.ctx, t.entry, t.caller, this.actors.values(), this.callbacks, this.commands));
         }

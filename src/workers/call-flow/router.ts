@@ -14,7 +14,7 @@ import type { ServiceDoc } from '../../projections/services.js';
 import { customerKey, type CustomerDoc } from '../../projections/customers.js';
 import type { AgentDoc } from '../../projections/agents.js';
 import { normalizePhone } from '../../domain/phone.js';
-import { agentsLeftFor, compareCallers, queueForDigits, routedCaller, type RoutedCaller } from '../../domain/routing.js';
+import { agentsLeftFor, assignAgents, compareCallers, queueForDigits, routedCaller, type RoutedCaller } from '../../domain/routing.js';
 import type { Actor, CallRoute } from './actor.js';
 import type { CallbackEntry, QueueCallbacks } from './callbacks.js';
 import type { ActorCommands } from './commands.js';
@@ -55,6 +55,9 @@ export function waitingCallers(actors: Iterable<Actor>, svcId: number, now: numb
 
 /** The free agents (longest free first) this caller tries, in order, leaving those to callers ranked before it (callbacks among them). */
 export function agentsForCall(caller: RoutedCaller, svcId: number, free: readonly AgentDoc[], actors: Iterable<Actor>, others: readonly RoutedCaller[], now: number): number[] {
+  // No free agent (every agent busy, many callers waiting): nothing to rank. Ranking the waiting
+  // callers anyway cost each pick O(waiting log waiting), each dispatch the square of it.
+  if (free.length === 0) return [];
   const waiting = waitingCallers(actors, svcId, now).map((w) => w.caller);
   return agentsLeftFor(caller, others.length ? [...waiting, ...others] : waiting, free, now);
 }
@@ -91,4 +94,20 @@ export async function queueCommand(ctx: Context, a: Actor): Promise<CallCommand>
   const queueId = a.route.queue?.id ?? (await ctx.reads.get<ServiceDoc>('services', String(a.started.svcId)))?.queues[0]?.id ?? 0;
   const inbound = a.started.direction === 'Inbound';
   return { type: 'Queue', queueId, time: ctx.now(), ...(inbound ? { priority: a.route.customerPriority } : { outbound: true as const }) };
+}
+
+/**
+ * The service's turns the free agents can serve now: those the policy's matching (assignAgents) gives an agent.
+ * Any other caller would find no agent left for it, so the dispatch offers only these: offering every
+ * waiting caller cost each dispatch the square of the queue's length, and a long queue (agents all
+ * busy under load) then starved the calls it waited for.
+ */
+export async function servedTurns(ctx: Context, actors: Iterable<Actor>, callbacks: QueueCallbacks, svcId: number): Promise<Turn[]> {
+  const free = await freeAgents(ctx, svcId);
+  if (free.length === 0) return [];
+  const now = ctx.now();
+  const all = await turns(actors, callbacks, svcId, now);
+  const callers = all.map((t) => (t.a ? callerOf(t.a, now) : t.caller));
+  const matched = assignAgents(callers, free, now);
+  return all.filter((_, i) => matched.has(callers[i]!.id));
 }

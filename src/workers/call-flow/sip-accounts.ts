@@ -5,6 +5,7 @@
  */
 import type { Context } from '../../context.js';
 import type { Binding, SipAccounts } from '../../gateways/switch/sip/registrar.js';
+import type { DialogStore, KeptDialog } from '../../gateways/switch/sip/lost-dialogs.js';
 import type { AgentDoc } from '../../projections/agents.js';
 import { sipPasswordStream } from '../../domain/events.js';
 
@@ -34,6 +35,22 @@ export function sipAccounts(ctx: Context): SipAccounts {
         if (b && b.expiresAt > ctx.now()) return { uri: b.contact, flow: b.flow };
       }
       return null;
+    },
+  };
+}
+
+/** Answered legs' SIP dialogs, kept so the worker that takes over ends them should this one be killed (lost-dialogs.ts). */
+export const SIP_DIALOGS = 'sip-dialogs';
+
+export function sipDialogs(ctx: Context): DialogStore {
+  return {
+    async save(entries) {
+      // put and delete, not commit: a commit may be held back a few milliseconds (the read store's
+      // coalescing) and lost with a killed worker, the very case these are kept for.
+      await Promise.all(entries.map(([legId, kept]) => (kept ? ctx.reads.put(SIP_DIALOGS, legId, { legId, ...kept }) : ctx.reads.delete(SIP_DIALOGS, legId))));
+    },
+    async all() {
+      return (await ctx.reads.find<{ legId: string } & KeptDialog & Record<string, unknown>>(SIP_DIALOGS)).map(({ legId, dialog, branch }) => [legId, branch ? { dialog, branch } : { dialog }]);
     },
   };
 }

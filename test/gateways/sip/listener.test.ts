@@ -1,7 +1,8 @@
 /**
  * What the SIP listener answers to bad and stray input (CONTRACT 16, "Bad SIP"): 400 for a request it
  * can answer, nothing for garbage, 481 for unknown dialogs, 483 for Max-Forwards 0, OPTIONS 200,
- * REGISTER 501 without accounts, and a bounded number of open transactions per source address.
+ * REGISTER 501 without accounts, a bounded number of open transactions per source address, and the
+ * answers to INVITEs of a worker that is gone (a 2xx ACKed and ended with BYE, a 487 ACKed).
  */
 import dgram from 'node:dgram';
 import net from 'node:net';
@@ -136,5 +137,41 @@ describe('SIP listener', () => {
     bad.on('error', () => undefined);
     bad.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
     await until(() => closed, 'the bad stream closed');
+  });
+
+  it("a 2xx to an INVITE no leg knows (a killed worker's, answered late) is ACKed and ended with BYE; a 487 to one is ACKed", async () => {
+    const { sw, requests, send } = await open();
+    const response = (status: string, callId: string, branch: string) =>
+      [
+        `SIP/2.0 ${status}`,
+        `Via: SIP/2.0/UDP 127.0.0.1:${sw.port};branch=${branch};rport`,
+        'From: <sip:8000000101@pbx.test>;tag=ours1',
+        'To: <sip:9876543210@127.0.0.1>;tag=theirs1',
+        `Call-ID: ${callId}`,
+        'CSeq: 1 INVITE',
+        'Contact: <sip:party@127.0.0.1:9>',
+        'Content-Length: 0',
+        '',
+        '',
+      ].join('\r\n');
+    send(response('200 OK', 'late-answer', 'z9hG4bKgone1'));
+    send(response('487 Request Terminated', 'late-cancel', 'z9hG4bKgone2'));
+    const of = (id: string) => requests.filter((r) => header(r, 'call-id') === id);
+    await until(() => of('late-answer').some((r) => r.method === 'BYE') && of('late-cancel').some((r) => r.method === 'ACK'), 'ACK and BYE, and the ACK of the 487');
+    const [ack, bye] = [of('late-answer').find((r) => r.method === 'ACK')!, of('late-answer').find((r) => r.method === 'BYE')!];
+    expect(header(ack, 'cseq')).toBe('1 ACK');
+    // Retransmitted, it is ACKed again but not ended twice.
+    send(response('200 OK', 'late-answer', 'z9hG4bKgone1'));
+    await until(() => of('late-answer').filter((r) => r.method === 'ACK').length === 2, 'the retransmission ACKed');
+    // (one BYE transaction: its retransmissions, unanswered here, carry its one branch)
+    expect(new Set(of('late-answer').filter((r) => r.method === 'BYE').map((r) => header(r, 'via')))).toHaveProperty('size', 1);
+    expect(header(bye, 'to')).toMatch(/tag=theirs1/);
+    expect(header(bye, 'from')).toMatch(/tag=ours1/);
+    expect(bye.uri).toBe('sip:party@127.0.0.1:9');
+    // The 487's ACK is the INVITE transaction's own: its branch, CSeq 1 ACK, the response's To.
+    const ack487 = of('late-cancel').find((r) => r.method === 'ACK')!;
+    expect(header(ack487, 'via')).toMatch(/branch=z9hG4bKgone2/);
+    expect(header(ack487, 'cseq')).toBe('1 ACK');
+    expect(of('late-cancel').some((r) => r.method === 'BYE')).toBe(false);
   });
 });

@@ -16,11 +16,10 @@ import { holdSdp, isSdp } from './sdp.js';
 import { handleRequest } from './inbound.js';
 import { reinvite } from './reinvite.js';
 import type { Leg } from './leg.js';
-
-export type { Leg } from './leg.js';
 import { Registrar, type SipAccounts } from './registrar.js';
-
+import { DialogKeeper, endLostDialogs, endStrayAnswer, type DialogStore } from './lost-dialogs.js';
 import type { SipLog, SwitchCore } from './switch-core.js';
+export type { Leg } from './leg.js';
 export type { SipLog } from './switch-core.js';
 
 export interface SipSwitchOptions {
@@ -36,6 +35,8 @@ export interface SipSwitchOptions {
   now?: () => number;
   /** Agents' SIP accounts: with them, REGISTER is answered and agents are rung at their phones. */
   accounts?: SipAccounts;
+  /** Where answered legs' dialogs are kept, for the next worker to end them should this one be killed. */
+  dialogs?: DialogStore;
 }
 
 export class SipSwitch implements Switch, SwitchCore {
@@ -53,8 +54,12 @@ export class SipSwitch implements Switch, SwitchCore {
   private readonly emitter = new EventEmitter();
   private readonly now: () => number;
   private closed = false;
+  private readonly keeper: DialogKeeper | null;
+  /** Stray 2xx already ended (lost-dialogs.ts), until their retransmissions stop. */
+  private readonly strays = new Set<string>();
 
   constructor(readonly options: SipSwitchOptions) {
+    this.keeper = options.dialogs ? new DialogKeeper(options.dialogs, options.log) : null;
     this.now = options.now ?? Date.now;
     this.advertise = options.advertise ?? options.host;
     this.emitter.setMaxListeners(0);
@@ -90,7 +95,7 @@ export class SipSwitch implements Switch, SwitchCore {
       {
         onRequest: (req, tx) => handleRequest(this, req, tx),
         onAck: () => undefined,
-        onStray2xx: (res) => this.reAck(res),
+        onStray2xx: (res, source) => this.reAck(res, source),
         onNoAck: (invite) => this.noAck(invite),
       },
     );
@@ -106,24 +111,16 @@ export class SipSwitch implements Switch, SwitchCore {
     return this.transactionsOrNull;
   }
 
-  get port(): number {
-    return this.transport.port;
-  }
+  get port(): number { return this.transport.port; }
+  get contact(): string { return `<sip:ct@${hostPart(this.advertise)}:${this.transport.port}>`; }
+  onSignal(listener: (signal: SwitchSignal) => void): void { this.emitter.on('signal', listener); }
+  onInbound(handler: (offer: InboundOffer) => Promise<InboundDecision>): void { this.inboundHandler = handler; }
+  activeLegs(): string[] { return [...this.legs.keys()]; }
+  hasLeg(legId: string): boolean { return this.legs.has(legId); }
 
-  get contact(): string {
-    return `<sip:ct@${hostPart(this.advertise)}:${this.transport.port}>`;
-  }
-
-  onSignal(listener: (signal: SwitchSignal) => void): void {
-    this.emitter.on('signal', listener);
-  }
-
-  onInbound(handler: (offer: InboundOffer) => Promise<InboundDecision>): void {
-    this.inboundHandler = handler;
-  }
-
-  activeLegs(): string[] {
-    return [...this.legs.keys()];
+  /** Taking the switch over: the legs a killed worker left get BYE, or CANCEL when ringing (lost-dialogs.ts). */
+  async recover(): Promise<void> {
+    if (this.options.dialogs && this.transactionsOrNull) await endLostDialogs(this.options.dialogs, this.transactions, this.contact, this.options.log);
   }
 
   dial(request: DialRequest): void {
@@ -172,6 +169,7 @@ export class SipSwitch implements Switch, SwitchCore {
     const req = inDialog(dialog, 'INVITE', this.contact, '', 1);
     const branch = newBranch();
     leg.invite = { req, branch, to: target.peer };
+    this.keeper?.keep(leg.legId, dialog, branch);
     this.transactions.request(req, target.peer, { onResponse: (res) => this.onInviteResponse(leg, res), onTimeout: () => this.end(leg, 'no_answer') }, branch);
   }
 
@@ -194,6 +192,7 @@ export class SipSwitch implements Switch, SwitchCore {
     offer.tx.respond(this.response(offer.tx, 200, 'OK', [['contact', this.contact], ['allow', ALLOW], ['content-type', 'application/sdp']], leg.sentSdp, leg.dialog.localTag));
     leg.offer = undefined;
     leg.state = 'up';
+    this.keeper?.keep(legId, leg.dialog);
   }
 
   hangup(legId: string): void {
@@ -239,7 +238,9 @@ export class SipSwitch implements Switch, SwitchCore {
       else if (leg.state === 'up') this.sendInDialog(leg, 'BYE');
       else if (leg.state === 'offered' && leg.offer) leg.offer.tx.respond(this.response(leg.offer.tx, 503, 'Service Unavailable'));
       if (leg.ringTimer) clearTimeout(leg.ringTimer);
+      this.keeper?.forget(leg.legId);
     }
+    await this.keeper?.flush();
     for (const leg of this.pendingInbound.values()) leg.offer?.tx.respond(this.response(leg.offer.tx, 503, 'Service Unavailable'));
     this.closed = true;
     this.legs.clear();
@@ -277,6 +278,7 @@ export class SipSwitch implements Switch, SwitchCore {
     if (leg.ringTimer) clearTimeout(leg.ringTimer);
     leg.ringTimer = null;
     this.dialogs.delete(dialogKey(leg.dialog.sipCallId, leg.dialog.localTag));
+    this.keeper?.forget(leg.legId);
     if (this.legs.get(leg.legId) !== leg) return;
     this.legs.delete(leg.legId);
     if (leg.state !== 'ending') leg.state = 'ending';
@@ -316,6 +318,7 @@ export class SipSwitch implements Switch, SwitchCore {
         return void this.sendInDialog(leg, 'BYE');
       }
       leg.state = 'up';
+      this.keeper?.keep(leg.legId, leg.dialog);
       if (leg.ringTimer) clearTimeout(leg.ringTimer);
       if (!leg.ringSignalled) {
         leg.ringSignalled = true;
@@ -347,11 +350,20 @@ export class SipSwitch implements Switch, SwitchCore {
     }
   }
 
-  /** A retransmitted 2xx: its ACK again (RFC 3261 13.2.2.4). */
-  private reAck(res: SipResponse) {
+  /** A retransmitted 2xx: its ACK again (RFC 3261 13.2.2.4); one no leg knows (a killed worker's INVITE answered) is ACKed and ended. */
+  private reAck(res: SipResponse, source: Peer) {
     for (const leg of this.dialogs.values()) {
       if (leg.dialog.sipCallId === header(res, 'call-id') && leg.direction === 'out') return this.ack(leg, res, leg.sentSdp ?? '');
     }
+    if (this.closed) return;
+    // Its retransmissions are ACKed again, but ended once.
+    const id = `${header(res, 'call-id')}|${header(res, 'to')}`;
+    const first = !this.strays.has(id);
+    if (first) {
+      this.strays.add(id);
+      setTimeout(() => this.strays.delete(id), 64 * (this.options.timers ?? DEFAULT_TIMERS).t1).unref();
+    }
+    endStrayAnswer(res, source, this.transport, this.transactions, this.advertise, this.contact, first);
   }
 
   /** CANCEL of a ringing INVITE: only after a provisional response (RFC 3261 9.1), else once one comes. */

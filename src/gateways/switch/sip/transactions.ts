@@ -5,7 +5,7 @@
  * Accepted state does), and a retransmitted 2xx is handed to `onStray2xx` so the dialog re-ACKs it.
  */
 import { randomBytes } from 'node:crypto';
-import { header, headerValues, parseCSeq, parseVia, type SipMessage, type SipRequest, type SipResponse } from './message.js';
+import { header, headerValues, parseCSeq, parseNameAddr, parseVia, type SipMessage, type SipRequest, type SipResponse } from './message.js';
 import type { Peer } from './transport.js';
 
 export interface Timers {
@@ -40,8 +40,8 @@ export interface TransactionHandlers {
   onRequest(req: SipRequest, tx: ServerTx): void;
   /** An ACK to a 2xx (its own transaction), or to nothing known. */
   onAck(ack: SipRequest, source: Peer): void;
-  /** A 2xx to an INVITE whose client transaction is gone: the dialog re-sends its ACK. */
-  onStray2xx(res: SipResponse): void;
+  /** A 2xx to an INVITE whose client transaction is gone: the dialog re-sends its ACK (or, when none knows it, ACKs and ends it). */
+  onStray2xx(res: SipResponse, source: Peer): void;
   /** Our 2xx to this INVITE never got its ACK (Timer H): the dialog is to be ended (RFC 3261 13.3.1.4). */
   onNoAck?(invite: SipRequest): void;
 }
@@ -135,7 +135,7 @@ export class Transactions {
 
   receive(m: SipMessage, source: Peer): void {
     if (this.closed) return;
-    if (m.kind === 'response') return this.clientResponse(m);
+    if (m.kind === 'response') return this.clientResponse(m, source);
     this.serverRequest(m, source);
   }
 
@@ -150,12 +150,14 @@ export class Transactions {
 
   // --- client side --------------------------------------------------------------------------
 
-  private clientResponse(res: SipResponse) {
+  private clientResponse(res: SipResponse, source: Peer) {
     const cseq = cseqOf(res);
     const key = `${branchOf(res)}|${cseq.method}`;
     const tx = this.clients.get(key);
     if (!tx) {
-      if (cseq.method === 'INVITE' && res.status >= 200 && res.status < 300) this.handlers.onStray2xx(res);
+      if (cseq.method === 'INVITE' && res.status >= 200 && res.status < 300) this.handlers.onStray2xx(res, source);
+      // A failure to an INVITE of a process gone (a previous worker's, cancelled by this one): its ACK, so the peer stops resending it.
+      else if (cseq.method === 'INVITE' && res.status >= 300) this.sender.send(ackForStray(res), source);
       return;
     }
     const invite = tx.req.method === 'INVITE';
@@ -168,7 +170,7 @@ export class Transactions {
       // 2xx: the TU ACKs it; retransmissions of it within 64*T1 go to the TU again (it re-ACKs).
       if (tx.state === 'accepted') {
         this.stats.answeredAgain++;
-        return this.handlers.onStray2xx(res);
+        return this.handlers.onStray2xx(res, source);
       }
       this.clearTimers(tx);
       tx.state = 'accepted';
@@ -351,6 +353,14 @@ function stampVia(v: string, source: Peer): string {
 }
 
 /** The ACK of a non-2xx final response: same transaction (RFC 3261 17.1.1.3). */
+/** The ACK of a non-2xx final response with no transaction: from the response alone (its top Via is ours; the To's URI stands for the Request-URI). */
+function ackForStray(res: SipResponse): SipRequest {
+  const keep = ['from', 'to', 'call-id'];
+  const headers: Array<[string, string]> = [['via', header(res, 'via') ?? ''], ['max-forwards', '70'], ...res.headers.filter(([n]) => keep.includes(n)), ['cseq', `${cseqOf(res).seq} ACK`]];
+  const uri = parseNameAddr(header(res, 'to') ?? '')?.uri ?? '';
+  return { kind: 'request', method: 'ACK', uri, headers, body: '' };
+}
+
 function ackFor(req: SipRequest, res: SipResponse): SipRequest {
   const headers: Array<[string, string]> = [];
   for (const [n, v] of req.headers) {
