@@ -174,6 +174,32 @@ describe.skipIf(!available)('PostgreSQL event store', () => {
     await b.close();
   });
 
+  it("this process's own appends reach its subscriptions from memory, none read back from the server (notifications that come before the answers included)", async () => {
+    const store = await open();
+    const sub = store.subscribeToAll();
+    const it = sub[Symbol.asyncIterator]();
+    await store.appendToStream('warm', [{ type: 'W', data: {} }]);
+    expect(await take(it, 1)).toHaveLength(1);
+    const listener = (store as unknown as { listener: { up: boolean } }).listener;
+    for (let i = 0; i < 400 && !listener.up; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(listener.up).toBe(true);
+    let reads = 0;
+    const readAll = store.readAll.bind(store);
+    store.readAll = (o) => (reads++, readAll(o));
+    const got = take(it, 200);
+    // Appends one turn after another: groups overlap on both writer connections.
+    const appended: Promise<unknown>[] = [];
+    for (let k = 0; k < 200; k++) {
+      appended.push(store.appendToStream(`own-${k % 10}`, [{ type: 'E', data: { k } }]));
+      await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(appended);
+    expect((await got).map((e) => e.position)).toEqual(Array.from({ length: 200 }, (_, k) => k + 2));
+    expect(reads).toBe(0);
+    sub.close();
+    await store.close();
+  });
+
   it('stream reads asked in one turn (read together in one query) answer what each asked alone', async () => {
     const store = await open();
     for (let i = 0; i < 4; i++) await store.appendToStreams([0, 1, 2].map((k) => ({ streamId: `r-${k}`, events: [{ type: `E${i}`, data: { i, k } }], expectedRevision: 'any' as const })));
