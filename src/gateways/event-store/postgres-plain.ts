@@ -22,7 +22,8 @@ export function plainAppendDdl(schema: string): string {
 CREATE OR REPLACE FUNCTION ${s}.append_plain(a_cmd integer[], a_idx integer[], a_stream text[], a_exp text[], a_time bigint[], a_count integer[],
   e_app integer[], e_id text[], e_type text[], e_data json[], e_meta json[]) RETURNS jsonb LANGUAGE plpgsql
 -- Generic plans: the statements' custom plans, made again on every call, cost as much as running them.
-SET jit = off SET plan_cache_mode = force_generic_plan AS $fn$
+-- No sequential scans: a generic plan made while the log was small would scan it whole once it grew.
+SET jit = off SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $fn$
 DECLARE
   start bigint;
   added bigint;
