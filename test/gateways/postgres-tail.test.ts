@@ -21,6 +21,7 @@ describe('OwnTail', () => {
     expect(positions(tail, 0)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(tail.read(1, 2)!.map((e) => e.data)).toEqual([{ s: 'b' }, { s: 'c' }]);
     expect(tail.end).toBe(6);
+    expect(tail.start).toBe(0);
   });
 
   it("leaves another process's positions out: a read that needs them finds nothing", () => {
@@ -31,6 +32,7 @@ describe('OwnTail', () => {
     expect(positions(tail, 1)).toBeNull();
     expect(positions(tail, 3)).toEqual([4]);
     expect(positions(tail, 4)).toBeNull();
+    expect(new OwnTail().start).toBe(Infinity);
   });
 
   it('keeps the newest 4,096 events', () => {

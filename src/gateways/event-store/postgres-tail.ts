@@ -43,6 +43,11 @@ interface Run {
 export class OwnTail {
   private runs: Run[] = [];
 
+  /** The position the first run follows (Infinity when empty). */
+  get start(): number {
+    return this.runs[0]?.from ?? Infinity;
+  }
+
   /** The last position held (0 when empty). */
   get end(): number {
     const last = this.runs.at(-1);

@@ -363,8 +363,9 @@ export class PostgresEventStore implements EventStore {
     if (own) return Promise.resolve(own);
     // Nothing newer announced while the listener is up: any later commit will notify and wake it.
     if (this.listener.up && after >= this.tail.end && after >= this.listener.notified) return Promise.resolve([]);
-    // A gap in the tail while groups are in flight: two groups answered out of order, most likely.
-    if (!waited && this.inflight.size > 0) return new Promise<void>((r) => this.inflight.after(r)).then(() => this.page(after, true));
+    // A gap in the tail while groups are in flight: two groups answered out of order, most likely
+    // (a subscription catching up from further back reads the server at once).
+    if (!waited && this.inflight.size > 0 && after >= this.tail.start) return new Promise<void>((r) => this.inflight.after(r)).then(() => this.page(after, true));
     let p = this.pages.get(after);
     if (!p) {
       p = this.readAll({ after, maxCount: PAGE })
