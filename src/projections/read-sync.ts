@@ -25,15 +25,50 @@ export function localReadSync(events: EventStore, runner: ProjectionRunner): Rea
 }
 
 export function remoteReadSync(events: EventStore, reads: ReadStore, projectionNames: string[], pollMs = 20): ReadSync {
-  // All checkpoints in one query: on a networked store (MongoDB) one round trip per poll, not one per projection.
-  const positionNow = () => reads.lowestCheckpoint(projectionNames);
-  const waitFor = async (position: number, timeoutMs = 10_000) => {
-    const deadline = Date.now() + timeoutMs;
-    while ((await positionNow()) < position) {
-      if (Date.now() > deadline) throw unavailable(`read models did not reach position ${position} within ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, pollMs));
-    }
+  // All checkpoints in one query (on a networked store one round trip a poll, not one per projection),
+  // and one poll for every request of the process that waits: one query at a time, however many wait.
+  // Each waiter is answered by a query sent after it came (checkpoints can go back: a rebuild).
+  type Waiter = { position: number; deadline: number; timeoutMs: number; resolve: () => void; reject: (err: unknown) => void };
+  let waiting: Waiter[] = [];
+  let asking = false;
+  /** Waiters that came while a query was out: asked for again as soon as it answers, not a poll later. */
+  let cameSince: Waiter[] = [];
+  let timer: NodeJS.Timeout | null = null;
+  const ask = () => {
+    if (timer) clearTimeout(timer);
+    timer = null;
+    asking = true;
+    const asked = waiting;
+    waiting = [];
+    const settle = (position: number | null, err?: unknown) => {
+      asking = false;
+      const now = Date.now();
+      for (const w of asked) {
+        if (position === null) w.reject(err);
+        else if (position >= w.position) w.resolve();
+        else if (now > w.deadline) w.reject(unavailable(`read models did not reach position ${w.position} within ${w.timeoutMs} ms`));
+        else waiting.push(w);
+      }
+      waiting.push(...cameSince);
+      const soon = cameSince.length > 0;
+      cameSince = [];
+      if (soon) ask();
+      else if (waiting.length > 0) timer = setTimeout(ask, pollMs);
+    };
+    reads.lowestCheckpoint(projectionNames).then(
+      (position) => settle(position),
+      (err: unknown) => settle(null, err),
+    );
   };
+  const waitFor = (position: number, timeoutMs = 10_000) =>
+    new Promise<void>((resolve, reject) => {
+      const w = { position, deadline: Date.now() + timeoutMs, timeoutMs, resolve, reject };
+      if (asking) cameSince.push(w);
+      else {
+        waiting.push(w);
+        ask();
+      }
+    });
   return {
     waitFor,
     caughtUp: async (timeoutMs) => waitFor(await events.headPosition(), timeoutMs),

@@ -126,6 +126,40 @@ describe.skipIf(!available)('PostgreSQL event store', () => {
     await store.close();
   });
 
+  it('a group of commands on distinct streams (append_plain): a command with one failing expectation writes nothing, the others stand, positions dense', async () => {
+    const store = await open();
+    for (const s of ['x', 'y', 'z']) await store.appendToStream(s, [{ type: `${s.toUpperCase()}0`, data: {} }]);
+    const pool = (store as unknown as { writer: import('pg').Pool }).writer;
+    const query = pool.query.bind(pool);
+    const sent: string[] = [];
+    (pool as { query: unknown }).query = (q: { name?: string }, ...rest: unknown[]) => (sent.push(String(q.name)), (query as (...a: unknown[]) => unknown)(q, ...rest));
+    const [a, b, c, d] = await Promise.allSettled([
+      // Two streams, the second's expectation wrong: neither is written.
+      store.appendToStreams([
+        { streamId: 'p', events: [{ type: 'P', data: {} }], expectedRevision: 'no_stream' },
+        { streamId: 'x', events: [{ type: 'X1', data: {} }], expectedRevision: 5 },
+      ]),
+      store.appendToStreams([
+        { streamId: 'q', events: [{ type: 'Q1', data: {} }, { type: 'Q2', data: { n: 2 } }], expectedRevision: 'no_stream' },
+        { streamId: 'y', events: [{ type: 'Y1', data: {} }], expectedRevision: 'stream_exists' },
+      ]),
+      // Only asserts its stream's revision (a fence): nothing written, answered with the head.
+      store.appendToStreams([{ streamId: 'z', events: [], expectedRevision: 0 }]),
+      store.appendToStream('r', [{ type: 'R', data: {} }], { expectedRevision: 'stream_exists' }),
+    ]);
+    expect(sent.map((n) => n.split('.')[1])).toEqual(['plain']);
+    expect(a.status).toBe('rejected');
+    expect((a as PromiseRejectedResult).reason).toMatchObject({ name: 'WrongExpectedRevisionError', streamId: 'x', actual: 0 });
+    expect(b).toEqual({ status: 'fulfilled', value: [{ nextExpectedRevision: 1, position: 5 }, { nextExpectedRevision: 1, position: 6 }] });
+    expect(c).toEqual({ status: 'fulfilled', value: [{ nextExpectedRevision: 0, position: 3 }] });
+    expect(d.status).toBe('rejected');
+    const all = await store.readAll();
+    expect(all.map((ev) => `${ev.position}:${ev.streamId}:${ev.revision}:${ev.type}`)).toEqual(['1:x:0:X0', '2:y:0:Y0', '3:z:0:Z0', '4:q:0:Q1', '5:q:1:Q2', '6:y:1:Y1']);
+    expect(await store.readStream('p')).toEqual([]);
+    expect(all[4]!.data).toEqual({ n: 2 });
+    await store.close();
+  });
+
   it('a command the server refuses fails alone; an id used in another stream is refused', async () => {
     const store = await open();
     const id = '6f1c2a43-79b8-4a40-9a65-0d3ab7f2c0aa';
@@ -172,6 +206,32 @@ describe.skipIf(!available)('PostgreSQL event store', () => {
     sub.close();
     await a.close();
     await b.close();
+  });
+
+  it("this process's own appends reach its subscriptions from memory, none read back from the server (notifications that come before the answers included)", async () => {
+    const store = await open();
+    const sub = store.subscribeToAll();
+    const it = sub[Symbol.asyncIterator]();
+    await store.appendToStream('warm', [{ type: 'W', data: {} }]);
+    expect(await take(it, 1)).toHaveLength(1);
+    const listener = (store as unknown as { listener: { up: boolean } }).listener;
+    for (let i = 0; i < 400 && !listener.up; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(listener.up).toBe(true);
+    let reads = 0;
+    const readAll = store.readAll.bind(store);
+    store.readAll = (o) => (reads++, readAll(o));
+    const got = take(it, 200);
+    // Appends one turn after another: groups overlap on both writer connections.
+    const appended: Promise<unknown>[] = [];
+    for (let k = 0; k < 200; k++) {
+      appended.push(store.appendToStream(`own-${k % 10}`, [{ type: 'E', data: { k } }]));
+      await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(appended);
+    expect((await got).map((e) => e.position)).toEqual(Array.from({ length: 200 }, (_, k) => k + 2));
+    expect(reads).toBe(0);
+    sub.close();
+    await store.close();
   });
 
   it('stream reads asked in one turn (read together in one query) answer what each asked alone', async () => {

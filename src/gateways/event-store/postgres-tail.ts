@@ -8,80 +8,153 @@ import type { RecordedEvent } from './port.js';
 import { deepFreeze } from './sqlite-group.js';
 import { openClient } from '../postgres.js';
 
-/** An outcome of `append_events` per command. */
+/** An outcome of `append_events` (and `append_plain`) per command. */
 export type Outcome = { ok: [revision: number, position: number, stored: number][] } | { conflict: number; actual: number } | { dup: number; stream: string };
 
-/** What `append_events` answers, with the JSON it was sent. */
+/** An append as sent to the server: data and metadata as the JSON text stored. */
+export interface SentAppend {
+  s: string;
+  x: string | number;
+  t: number;
+  ev: { i: string; y: string; d: string; m: string | null }[];
+}
+
+/** What the append functions answer, with the commands they were sent. */
 export interface Sent {
   /** The log's head before the group. */
   start: number;
   outcomes: Outcome[];
-  batch: string;
-}
-
-/** An append as sent to the server (and, parsed back, as the server stores it). */
-export interface SentAppend {
-  s: string;
-  x: unknown;
-  t: number;
-  ev: { i: string; y: string; d: unknown; m: Record<string, unknown> | null }[];
+  commands: SentAppend[][];
 }
 
 /** Events kept at most. */
 const KEEP = 4096;
 
-/** The events of this process's last groups, at positions from+1 .. from+events.length with none missing. */
-export class OwnTail {
-  private events: RecordedEvent[] = [];
-  private from = 0;
+/** A run of this process's events at positions from+1 .. from+events.length with none missing. */
+interface Run {
+  from: number;
+  events: RecordedEvent[];
+}
 
-  /** The last position held (or, empty, where the next group must start to be held). */
+/**
+ * The events of this process's last groups, as runs of consecutive positions (another process's
+ * commits leave gaps between them; two groups in flight may be answered out of order).
+ */
+export class OwnTail {
+  private runs: Run[] = [];
+
+  /** The position the first run follows (Infinity when empty). */
+  get start(): number {
+    return this.runs[0]?.from ?? Infinity;
+  }
+
+  /** The last position held (0 when empty). */
   get end(): number {
-    return this.from + this.events.length;
+    const last = this.runs.at(-1);
+    return last ? last.from + last.events.length : 0;
   }
 
   /** Up to `max` events after `after`, or null when the tail does not hold the next one. */
   read(after: number, max: number): RecordedEvent[] | null {
-    if (after < this.from || after >= this.end) return null;
-    return this.events.slice(after - this.from, after - this.from + max);
+    for (let i = this.runs.length - 1; i >= 0; i--) {
+      const r = this.runs[i]!;
+      if (after >= r.from + r.events.length) return null;
+      if (after >= r.from) return r.events.slice(after - r.from, after - r.from + max);
+    }
+    return null;
   }
 
   clear() {
-    this.events = [];
+    this.runs = [];
   }
 
   /**
    * Keeps a group's stored events when it knows them all: every position from the group's start to
    * its last, and each append stored whole or not at all (one partly stored before, a retry, leaves
-   * them unknown: the tail starts over). Made from the batch's JSON parsed back: the stored values.
+   * them unknown). The values are the JSON text sent parsed back: what the server stores.
    */
   remember(sent: Sent) {
     const stored: RecordedEvent[] = [];
     let whole = true;
-    const commands = JSON.parse(sent.batch) as SentAppend[][];
-    commands.forEach((appends, c) => {
+    sent.commands.forEach((appends, c) => {
       const o = sent.outcomes[c]!;
       if (!('ok' in o)) return;
       appends.forEach((a, i) => {
         const [revision, position, fresh] = o.ok[i]!;
         if (fresh === 0) return;
         if (fresh !== a.ev.length) whole = false;
-        else a.ev.forEach((e, k) => stored.push(deepFreeze({ id: e.i, streamId: a.s, revision: revision - fresh + 1 + k, position: position - fresh + 1 + k, type: e.y, data: e.d, metadata: e.m ?? {}, time: a.t })));
+        else
+          a.ev.forEach((e, k) =>
+            stored.push(deepFreeze({ id: e.i, streamId: a.s, revision: revision - fresh + 1 + k, position: position - fresh + 1 + k, type: e.y, data: JSON.parse(e.d) as unknown, metadata: (e.m === null ? null : (JSON.parse(e.m) as Record<string, unknown> | null)) ?? {}, time: a.t })),
+          );
       });
     });
+    if (stored.length === 0) return;
     if (!whole || !stored.every((e, k) => e.position === sent.start + 1 + k)) {
-      this.events = [];
-    } else if (sent.start === this.end) {
-      this.events.push(...stored);
-    } else {
-      this.events = stored;
-      this.from = sent.start;
+      this.runs = [];
+      return;
     }
-    if (this.events.length > KEEP) {
-      const drop = this.events.length - KEEP;
-      this.events.splice(0, drop);
-      this.from += drop;
+    this.insert({ from: sent.start, events: stored });
+    let total = 0;
+    for (const r of this.runs) total += r.events.length;
+    while (total > KEEP) {
+      const first = this.runs[0]!;
+      const drop = Math.min(first.events.length, total - KEEP);
+      first.events.splice(0, drop);
+      first.from += drop;
+      total -= drop;
+      if (first.events.length === 0) this.runs.shift();
     }
+  }
+
+  /** Puts a run in position order, joined to its neighbours where they touch. */
+  private insert(run: Run) {
+    let i = this.runs.length;
+    while (i > 0 && this.runs[i - 1]!.from > run.from) i--;
+    this.runs.splice(i, 0, run);
+    for (let k = Math.max(1, i); k <= Math.min(i + 1, this.runs.length - 1); ) {
+      const prev = this.runs[k - 1]!;
+      const cur = this.runs[k]!;
+      if (prev.from + prev.events.length === cur.from) {
+        prev.events.push(...cur.events);
+        this.runs.splice(k, 1);
+      } else k++;
+    }
+  }
+}
+
+/** Groups in flight, by number, and what waits for the ones in flight at some moment. */
+export class InFlight {
+  private last = 0;
+  private readonly open = new Set<number>();
+  private held: { on: Set<number>; run: () => void }[] = [];
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  add(): number {
+    this.open.add(++this.last);
+    return this.last;
+  }
+
+  /** Runs `run` once every group in flight now is done (at once when none is). */
+  after(run: () => void) {
+    if (this.open.size === 0) run();
+    else this.held.push({ on: new Set(this.open), run });
+  }
+
+  done(id: number) {
+    this.open.delete(id);
+    if (this.held.length === 0) return;
+    const due: (() => void)[] = [];
+    this.held = this.held.filter((h) => {
+      h.on.delete(id);
+      if (h.on.size > 0) return true;
+      due.push(h.run);
+      return false;
+    });
+    for (const run of due) run();
   }
 }
 
@@ -108,6 +181,8 @@ export class LogListener {
     private readonly readHead: (client?: pg.Client) => Promise<number>,
     /** Called with the head a notification or heartbeat announced, and (null) after a reconnect. */
     private readonly heard: (head: number | null) => void,
+    /** When an announced head is taken (default: at once). */
+    private readonly defer: (take: () => void) => void = (take) => take(),
   ) {}
 
   start() {
@@ -132,10 +207,11 @@ export class LogListener {
       const t = setTimeout(() => this.connect(Math.min(delay * 2, 5000)), delay);
       t.unref?.();
     };
-    const announce = (head: number) => {
-      if (head > this.notified) this.notified = head;
-      this.heard(head);
-    };
+    const announce = (head: number) =>
+      this.defer(() => {
+        if (head > this.notified) this.notified = head;
+        this.heard(head);
+      });
     client.on('error', lost);
     client.on('end', lost);
     client.on('notification', (n) => announce(Number(n.payload)));

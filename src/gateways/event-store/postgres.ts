@@ -2,8 +2,9 @@
  * PostgreSQL event store (DATABASE_URL, without EVENTSTORE_URL), on `pg`.
  *
  * Writes: group commit. Appends that arrive while a group is being stored (or in the same turn of
- * the event loop) go together as the next group: one call of the `append_events` function, one
- * transaction, one round trip, each command checked on its own (postgres-schema.ts). Every event
+ * the event loop) go together as the next group: one call of an append function, one transaction,
+ * one round trip, each command checked on its own: `append_plain` (postgres-plain.ts) for the usual
+ * group, sent as arrays, `append_events` (postgres-schema.ts) for the rest. Every event
  * gets its id here, before the first attempt, so a group whose answer was lost (the connection
  * dropped) is sent again and its stored events are recognised by their ids, not written twice.
  *
@@ -30,9 +31,10 @@ import {
 } from './port.js';
 import { pollingSubscription } from './subscription.js';
 import { deepFreeze, timeOrderedId } from './sqlite-group.js';
-import { LogListener, OwnTail, type Outcome, type Sent } from './postgres-tail.js';
+import { InFlight, LogListener, OwnTail, type Outcome, type Sent, type SentAppend } from './postgres-tail.js';
+import { batchJson, jsonText, plainAppendDdl, plainArgs, plainSql } from './postgres-plain.js';
 import { mergeAppends } from './kurrentdb-mapping.js';
-import { APPEND_MS, timed, isTimeout, jsonbSafe, migrate, noNul, openPool, schemaName, type PgOptions } from '../postgres.js';
+import { APPEND_MS, timed, isTimeout, migrate, noNul, openPool, schemaName, type PgOptions } from '../postgres.js';
 import { channelOf, eventLogDdl } from './postgres-schema.js';
 import { backoffMs } from '../../domain/backoff.js';
 
@@ -57,7 +59,7 @@ interface Row {
 
 interface Pending {
   appends: StreamAppend[];
-  json: unknown[];
+  sent: SentAppend[];
   resolve: (r: AppendResult[]) => void;
   reject: (err: unknown) => void;
 }
@@ -89,6 +91,8 @@ export class PostgresEventStore implements EventStore {
   private queue: Pending[] = [];
   /** Groups being stored (at most WRITERS), and whether one is about to start. */
   private drainers = 0;
+  /** Groups sent and not yet answered and in the tail. */
+  private readonly inflight = new InFlight();
   private scheduled = false;
   private closed = false;
   private readonly listener: LogListener;
@@ -113,13 +117,22 @@ export class PostgresEventStore implements EventStore {
     private readonly options: PostgresEventStoreOptions,
   ) {
     this.emitter.setMaxListeners(0);
-    // Notifications of this process's own commits (already announced) wake no one.
-    this.listener = new LogListener(url, channelOf(schema), (client) => this.queryHead(client), (head) => {
-      if (head === null || head > this.tail.end) this.emitter.emit('append');
-    });
+    // Notifications of this process's own commits (already announced) wake no one. A notification
+    // often comes before the answer of the group it announces: it is taken once the groups in flight
+    // are answered and in the tail, or the subscriptions would read from the server what is in memory.
+    this.listener = new LogListener(
+      url,
+      channelOf(schema),
+      (client) => this.queryHead(client),
+      (head) => {
+        if (head === null || head > this.tail.end) this.emitter.emit('append');
+      },
+      (take) => this.inflight.after(take),
+    );
     const s = schema;
     this.sql = {
       append: `SELECT ${s}.append_events($1::json) AS r`,
+      plain: plainSql(s),
       readStream: `SELECT ${COLUMNS} FROM ${s}.events WHERE stream_id = $1 AND revision >= $2 ORDER BY revision LIMIT $3`,
       readStreams: `SELECT q.n, ${COLUMNS.split(', ').map((c) => `e.${c}`).join(', ')}
         FROM unnest($1::text[], $2::integer[], $3::integer[]) WITH ORDINALITY AS q(stream, from_rev, max, n)
@@ -137,7 +150,7 @@ export class PostgresEventStore implements EventStore {
     const pool = openPool(url, options.max ?? 4);
     const writer = openPool(url, WRITERS);
     try {
-      await migrate(pool, schema, eventLogDdl(schema));
+      await migrate(pool, schema, eventLogDdl(schema) + plainAppendDdl(schema));
     } catch (err) {
       await pool.end().catch(() => {});
       await writer.end().catch(() => {});
@@ -154,18 +167,18 @@ export class PostgresEventStore implements EventStore {
   appendToStreams(appends: StreamAppend[]): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new Error('event store is closed'));
     let merged: StreamAppend[];
-    let json: unknown[];
+    let sent: SentAppend[];
     try {
       // A stream named twice becomes one append (its second expectation checked against the first).
       merged = mergeAppends(appends);
       const time = (this.options.clock ?? Date.now)();
-      json = merged.map((a) => ({
+      // As JSON text now: a value JSON cannot hold fails this command alone, here.
+      sent = merged.map((a) => ({
         s: noNul(a.streamId),
         x: a.expectedRevision,
         t: time,
-        ev: a.events.map((e) => ({ i: noNul(e.id ?? timeOrderedId(time)), y: noNul(e.type), d: e.data ?? null, m: e.metadata ?? null })),
+        ev: a.events.map((e) => ({ i: noNul(e.id ?? timeOrderedId(time)), y: noNul(e.type), d: jsonText(e.data ?? null)!, m: e.metadata ? jsonText(e.metadata) : null })),
       }));
-      JSON.stringify(json); // a value JSON cannot hold fails this command alone, now
     } catch (err) {
       return Promise.reject(err);
     }
@@ -173,7 +186,7 @@ export class PostgresEventStore implements EventStore {
     return new Promise<AppendResult[]>((resolve, reject) => {
       this.queue.push({
         appends: merged,
-        json,
+        sent,
         resolve: (results) => resolve(appends.map((a) => results[merged.findIndex((m) => m.streamId === a.streamId)]!)),
         reject,
       });
@@ -196,21 +209,26 @@ export class PostgresEventStore implements EventStore {
     try {
       while (this.queue.length > 0) {
         const group = this.queue.splice(0, MAX_GROUP);
-        let sent: Sent;
+        const id = this.inflight.add();
         try {
-          sent = await this.send(group);
-        } catch (err) {
-          if (group.length === 1) group[0]!.reject(err);
-          // One command the server refuses (a value it cannot store) fails the group: each alone, so it fails alone.
-          else for (const p of group) await this.send([p]).then((o) => this.settle(p, o.outcomes[0]!), p.reject);
-          this.tail.clear();
-          continue;
+          let sent: Sent;
+          try {
+            sent = await this.send(group);
+          } catch (err) {
+            if (group.length === 1) group[0]!.reject(err);
+            // One command the server refuses (a value it cannot store) fails the group: each alone, so it fails alone.
+            else for (const p of group) await this.send([p]).then((o) => this.settle(p, o.outcomes[0]!), p.reject);
+            this.tail.clear();
+            continue;
+          }
+          this.counts.commits++;
+          this.counts.appends += group.length;
+          this.tail.remember(sent);
+          group.forEach((p, i) => this.settle(p, sent.outcomes[i]!));
+          this.emitter.emit('append');
+        } finally {
+          this.inflight.done(id);
         }
-        this.counts.commits++;
-        this.counts.appends += group.length;
-        this.tail.remember(sent);
-        group.forEach((p, i) => this.settle(p, sent.outcomes[i]!));
-        this.emitter.emit('append');
       }
     } finally {
       this.drainers--;
@@ -218,12 +236,20 @@ export class PostgresEventStore implements EventStore {
   }
 
   private async send(group: Pending[]): Promise<Sent> {
-    // PostgreSQL's JSON functions refuse the NUL character: stored as U+FFFD.
-    const batch = jsonbSafe(JSON.stringify(group.map((p) => p.json)));
+    const commands = group.map((p) => p.sent);
+    // Most groups go as arrays to append_plain; what it cannot take (a stream or id twice, an id
+    // already stored) as JSON to append_events.
+    const plain = plainArgs(commands);
     for (let attempt = 1; ; attempt++) {
       try {
-        const r = await this.writer.query<{ r: Omit<Sent, 'batch'> }>(timed({ name: `${this.schema}.append`, text: this.sql.append, values: [batch] }, APPEND_MS));
-        return { ...r.rows[0]!.r, batch };
+        {
+          if (plain) {
+            const r = await this.writer.query<{ r: Omit<Sent, 'commands'> | null }>(timed({ name: `${this.schema}.plain`, text: this.sql.plain, values: plain }, APPEND_MS));
+            if (r.rows[0]!.r) return { ...r.rows[0]!.r, commands };
+          }
+          const r = await this.writer.query<{ r: Omit<Sent, 'commands'> }>(timed({ name: `${this.schema}.append`, text: this.sql.append, values: [batchJson(commands)] }, APPEND_MS));
+          return { ...r.rows[0]!.r, commands };
+        }
       } catch (err) {
         // A server error (an SQLSTATE) is an answer; anything else may have lost one: the ids make a resend safe.
         if ((err as { code?: unknown }).code !== undefined && /^[0-9A-Z]{5}$/.test(String((err as { code: unknown }).code))) throw err;
@@ -332,11 +358,14 @@ export class PostgresEventStore implements EventStore {
   }
 
   /** A subscription's page: read once for every subscription asking for it at the same time (the events are shared, frozen). */
-  private page(after: number): Promise<RecordedEvent[]> {
+  private page(after: number, waited = false): Promise<RecordedEvent[]> {
     const own = this.tail.read(after, PAGE);
     if (own) return Promise.resolve(own);
     // Nothing newer announced while the listener is up: any later commit will notify and wake it.
     if (this.listener.up && after >= this.tail.end && after >= this.listener.notified) return Promise.resolve([]);
+    // A gap in the tail while groups are in flight: two groups answered out of order, most likely
+    // (a subscription catching up from further back reads the server at once).
+    if (!waited && this.inflight.size > 0 && after >= this.tail.start) return new Promise<void>((r) => this.inflight.after(r)).then(() => this.page(after, true));
     let p = this.pages.get(after);
     if (!p) {
       p = this.readAll({ after, maxCount: PAGE })
