@@ -14,6 +14,8 @@ import { backoffMs } from '../domain/backoff.js';
 
 export interface ProjectionRunnerOptions {
   maxBatch?: number;
+  /** Documents one commit writes at most, unless one event alone touches more (default 5,000). */
+  maxBatchDocs?: number;
   logger?: Pick<Logger, 'error' | 'warn' | 'info'>;
 }
 
@@ -125,9 +127,9 @@ export class ProjectionRunner {
 
   /**
    * Applies a batch with one commit. Exposed for tests that simulate crashes between batches. A batch
-   * whose events touch more than MAX_BATCH_DOCS documents (a dialer upload's 100,000 contacts) is
-   * applied in halves, each with its own commit: one commit of them all held the platform thread for
-   * seconds.
+   * whose events touch more than `maxBatchDocs` documents (a dialer upload's 100,000 contacts) is
+   * applied in runs of events that touch at most that many, each with its own commit and a turn of
+   * the event loop between: one commit of them all held the platform thread for seconds.
    */
   async applyBatch(batch: RecordedEvent[]): Promise<void> {
     if (batch.length === 0) return;
@@ -140,6 +142,7 @@ export class ProjectionRunner {
     // whether the batch is split.
     const touched: { k: number; keyed: { event: RecordedEvent; ids: readonly string[] }[] }[] = [];
     let touches = 0;
+    const touchesOf = new Map<RecordedEvent, number>();
     for (let k = 0; k < this.projections.length; k++) {
       const p = this.projections[k]!;
       // A runner that was never started (a test replaying a crash) must still skip what is committed.
@@ -155,15 +158,26 @@ export class ProjectionRunner {
         if (ids.length === 0) continue;
         keyed.push({ event, ids });
         touches += ids.length;
+        touchesOf.set(event, (touchesOf.get(event) ?? 0) + ids.length);
       }
       touched.push({ k, keyed });
     }
-    if (touches > MAX_BATCH_DOCS && batch.length > 1) {
-      const half = batch.length >> 1;
-      await this.applyBatch(batch.slice(0, half));
-      // Let the platform answer others between the halves' commits.
-      await new Promise((r) => setImmediate(r));
-      return this.applyBatch(batch.slice(half));
+    const maxDocs = this.options.maxBatchDocs ?? MAX_BATCH_DOCS;
+    if (touches > maxDocs && batch.length > 1) {
+      let from = 0;
+      let run = 0;
+      for (let i = 0; i < batch.length; i++) {
+        const t = touchesOf.get(batch[i]!) ?? 0;
+        if (run + t > maxDocs && i > from) {
+          await this.applyBatch(batch.slice(from, i));
+          // Let the platform answer others between the runs' commits.
+          await new Promise((r) => setImmediate(r));
+          from = i;
+          run = 0;
+        }
+        run += t;
+      }
+      return this.applyBatch(batch.slice(from));
     }
     for (const { k, keyed } of touched) {
       const p = this.projections[k]!;
