@@ -75,12 +75,13 @@ import { SqliteSnapshotStore } from './gateways/snapshot-store/sqlite.js';
 import { HotReadStore } from './gateways/read-store/hot.js';
 
 /** Read models answered from memory where the projector runs: small, and read on every hot request. */
-/** Documents a commit of the lagging read models writes: one upload chunk's contacts (CONTACTS_PER_CHUNK). */
-const LAGGING_BATCH_DOCS = 1000;
+/** Documents a commit of the lagging read models writes: one upload chunk's contacts. */
+const LAGGING_BATCH_DOCS = CONTACTS_PER_CHUNK;
 
 export const HOT_COLLECTIONS: ReadonlySet<string> = new Set(['services', 'users', 'usernames', 'agents', 'call-stats', 'in-ivr', 'queued-callers', 'subscribers']);
 import { PlatformMetrics } from './ops/metrics.js';
 import { Readiness } from './ops/readiness.js';
+import { CONTACTS_PER_CHUNK } from './domain/packed-contacts.js';
 import { startHealthServer, type HealthServer } from './ops/health-server.js';
 import { countingAppends } from './ops/counting-event-store.js';
 import { DELIVERY_QUEUE } from './workers/delivery/sender.js';

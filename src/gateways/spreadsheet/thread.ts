@@ -11,7 +11,7 @@
  *   the upload is refused at once (`UploadsBusyError`), so one tenant cannot fill the queue.
  *
  * The contacts come back packed in chunks (domain/packed-contacts.ts, a message each): the platform
- * thread takes in a hundred short strings for 100,000 contacts, never the contacts as objects. Only the built code can start the thread (it loads this file's
+ * thread takes in 400 short strings for 100,000 contacts, never the contacts as objects. Only the built code can start the thread (it loads this file's
  * compiled JavaScript); run from the TypeScript sources (tests), the same reading runs in-thread,
  * with the same queueing.
  */

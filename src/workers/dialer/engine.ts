@@ -157,7 +157,7 @@ export class DialerEngine {
           if (this.stopped) break pages;
           // Most events are not the dialer's: passed over without an async step each.
           if (DIALER_EVENTS.has(e)) await this.onEvent(e);
-          // An upload's chunk is a thousand contacts unpacked: a turn of the event loop between them.
+          // An upload's chunk is its contacts unpacked (CONTACTS_PER_CHUNK): a turn of the event loop between them.
           if (e.type === 'CampaignContactsAdded') await new Promise((r) => setImmediate(r));
         }
       }
