@@ -60,6 +60,20 @@ describe('POST /api/v1/dialer', () => {
     expect(await progress(3)).toMatchObject({ total: 1, dropped: 2, uploads: 2 });
   });
 
+  it('a large upload is stored in chunks of contacts, and dropped in chunks; the counts and records follow', async () => {
+    const rows = Array.from({ length: 1234 }, (_, i) => `c${i},${9876600000 + i}`);
+    expect((await upload(base(21), { name: 'big.csv', bytes: `name,phone\n${rows.join('\n')}\n` })).status).toBe(200);
+    const stored = await contacts(21);
+    expect(stored.map((c) => c.contactId)).toEqual(rows.map((_, i) => `1.${i + 1}`));
+    expect(stored[1233]).toMatchObject({ number: '9876601233', fields: { name: 'c1233' }, status: 'pending', attempts: 0 });
+    expect((await upload({ ...base(21), 'invalidate-old-data': 'true' }, { name: 'b.csv', bytes: 'phone\n9876500009\n' })).status).toBe(200);
+    expect((await contacts(21)).map((c) => [c.contactId, c.number])).toEqual([['2.1', '9876500009']]);
+    expect(await progress(21)).toMatchObject({ total: 1, dropped: 1234, pending: 1, uploads: 2 });
+    const types = (await s.platform.ctx.events.readStream('campaign-101-21')).map((e) => e.type);
+    expect(types.filter((t) => t === 'CampaignContactsAdded')).toHaveLength(6); // 1,234 in chunks of 250, then 1
+    expect(types.filter((t) => t === 'CampaignPendingDropped')).toHaveLength(5);
+  });
+
   it('refuses a renamed PDF, a zip bomb, a .txt and a missing file with 400, and stores nothing', async () => {
     const pdf = Buffer.from('%PDF-1.4\n%\xE2\xE3\xCF\xD3\n1 0 obj << /Type /Catalog >> endobj\n', 'latin1');
     const head = `<?xml version="1.0"?><worksheet ${NS}><sheetData><row r="1"><c r="A1"><v>9876543210</v></c></row>`;

@@ -9,7 +9,7 @@ import type { Context } from '../../context.js';
 import { streams } from '../../domain/streams.js';
 import type { ContactDoc } from '../../projections/campaigns.js';
 import type { DialerContact } from './campaign.js';
-import { packAll, type PackedContacts } from '../../domain/packed-contacts.js';
+import { CONTACTS_PER_CHUNK, packAll, type PackedContacts } from '../../domain/packed-contacts.js';
 
 export interface Upload {
   svcId: number;
@@ -45,7 +45,10 @@ export async function uploadCampaign(ctx: Context, u: Upload): Promise<number> {
     if (u.invalidateOld) {
       await ctx.sync.allCaughtUp();
       const notDialled = await ctx.reads.find<ContactDoc>('campaign-contacts', { svcId: u.svcId, campaignId: u.campaignId, status: 'pending', attempts: 0 });
-      if (notDialled.length) events.push({ type: 'CampaignPendingDropped', data: { ...ids, contactIds: notDialled.map((c) => c.contactId) } });
+      // In chunks too: one event's ids are one commit of the contacts' records.
+      for (let i = 0; i < notDialled.length; i += CONTACTS_PER_CHUNK) {
+        events.push({ type: 'CampaignPendingDropped', data: { ...ids, contactIds: notDialled.slice(i, i + CONTACTS_PER_CHUNK).map((c) => c.contactId) } });
+      }
     }
     events.push({
       type: 'CampaignUploaded',
