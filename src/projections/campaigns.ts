@@ -66,9 +66,13 @@ export const campaignsProjection: Projection<CampaignDoc> = projection({
   },
 });
 
-/** Index of each contact in an upload batch, computed once per event (evolve runs once per contact). */
+/**
+ * Index of a contact in its event. A packed chunk's is its row less the chunk's first (the id ends in
+ * `.<row>`); in events stored before chunks, looked up in a map made once per event.
+ */
 const batchIndex = new WeakMap<object, Map<string, number>>();
 function indexIn(e: RecordedEvent, d: CampaignIds & Parameters<typeof addedIds>[0], id: string): number {
+  if (!('contacts' in d)) return Number(id.slice(id.lastIndexOf('.') + 1)) - d.first;
   let m = batchIndex.get(e);
   if (!m) {
     m = new Map(addedIds(d).map((contactId, i) => [contactKey(d.svcId, d.campaignId, contactId), i]));

@@ -35,8 +35,13 @@ export function addedIds(d: AddedData): string[] {
   return Array.from({ length: d.count }, (_, i) => `${d.uploadNo}.${d.first + i}`);
 }
 
-/** Unpacked once per event (its data is shared by every reader of the log in this process). */
-const unpacked = new WeakMap<object, readonly DialerContact[]>();
+/**
+ * The chunks unpacked last, by event data (shared by every reader of the log in this process: the
+ * dialer and the contacts' projection unpack each chunk about the same time). A few only: the log's
+ * in-memory tail keeps thousands of events, and their contacts unpacked would be 200 bytes each.
+ */
+const unpacked = new Map<object, readonly DialerContact[]>();
+const UNPACKED_KEPT = 16;
 
 /** The contacts an event adds, in upload order. */
 export function addedContacts(d: AddedData): readonly DialerContact[] {
@@ -45,6 +50,7 @@ export function addedContacts(d: AddedData): readonly DialerContact[] {
   if (!contacts) {
     const ids = addedIds(d);
     contacts = unpackContacts(d).map((c, i) => ({ contactId: ids[i]!, number: c.number, fields: c.fields }));
+    if (unpacked.size >= UNPACKED_KEPT) unpacked.delete(unpacked.keys().next().value!);
     unpacked.set(d, contacts);
   }
   return contacts;
