@@ -75,9 +75,13 @@ import { SqliteSnapshotStore } from './gateways/snapshot-store/sqlite.js';
 import { HotReadStore } from './gateways/read-store/hot.js';
 
 /** Read models answered from memory where the projector runs: small, and read on every hot request. */
+/** Documents a commit of the lagging read models writes: one upload chunk's contacts. */
+const LAGGING_BATCH_DOCS = CONTACTS_PER_CHUNK;
+
 export const HOT_COLLECTIONS: ReadonlySet<string> = new Set(['services', 'users', 'usernames', 'agents', 'call-stats', 'in-ivr', 'queued-callers', 'subscribers']);
 import { PlatformMetrics } from './ops/metrics.js';
 import { Readiness } from './ops/readiness.js';
+import { CONTACTS_PER_CHUNK } from './domain/packed-contacts.js';
 import { startHealthServer, type HealthServer } from './ops/health-server.js';
 import { countingAppends } from './ops/counting-event-store.js';
 import { DELIVERY_QUEUE } from './workers/delivery/sender.js';
@@ -168,14 +172,21 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
   useSnapshots(events, snapshots);
   const queue = options.queue ?? openJobQueue(config, logger, now);
   const startHead = await events.headPosition();
-  const runner = config.roles.has('projector') ? new ProjectionRunner(events, reads, projections, { logger }) : null;
-  const sync = runner ? localReadSync(events, runner) : remoteReadSync(events, reads, projections.map((p) => p.name));
+  // The lagging read models (a dialer upload's contacts) on a runner of their own, one chunk's
+  // contacts a commit: requests wait for the others only (see ReadSync).
+  const leading = projections.filter((p) => !p.lagging);
+  const lagging = projections.filter((p) => p.lagging);
+  const runner = config.roles.has('projector') ? new ProjectionRunner(events, reads, leading, { logger }) : null;
+  const laggingRunner = runner && lagging.length ? new ProjectionRunner(events, reads, lagging, { logger, maxBatchDocs: LAGGING_BATCH_DOCS }) : null;
+  const sync = runner
+    ? localReadSync(events, runner, laggingRunner ?? undefined)
+    : remoteReadSync(events, reads, leading.map((p) => p.name), lagging.map((p) => p.name));
   const platformKey = await loadSigningKey(events);
   const signer = new RecordingSigner(platformKey, config.publicBaseUrl);
   const cursors = new CursorCodec(platformKey);
   const sms = options.sms ?? new SimulatedSmsGateway(reads, now);
   const projectedPosition = async () => {
-    if (runner) return runner.position;
+    if (runner) return Math.min(runner.position, laggingRunner?.position ?? Infinity);
     return reads.lowestCheckpoint(projections.map((p) => p.name));
   };
   const jobQueues = [DELIVERY_QUEUE, SMS_QUEUE, SCHEDULE_QUEUE];
@@ -285,6 +296,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       }
       if (sipSwitch) await listenSip(sipSwitch, config);
       if (runner) await runner.start();
+      if (laggingRunner) await laggingRunner.start();
       await analytics.start();
       if (workerLease) await workerLease.start();
       if (config.provisionFile) {
@@ -309,6 +321,7 @@ export async function createPlatform(config: Config, options: { logger?: Logger;
       // Closed with the call flow when this worker ran; a standby's own SIP port closes here.
       await sipSwitch?.close();
       if (runner) await runner.stop();
+      if (laggingRunner) await laggingRunner.stop();
       await analytics.stop();
       await reads.close();
       await events.close();

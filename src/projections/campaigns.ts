@@ -1,6 +1,6 @@
 /** Read models of the dialer: `campaigns` (progress per campaign) and `campaign-contacts` (each contact). */
 import type { RecordedEvent } from '../gateways/event-store/port.js';
-import { CAMPAIGN_EVENT_TYPES, CONTACT_EVENT_TYPES, campaignKey, contactKey, type CampaignEvent, type DialerContact } from '../commands/dialer/campaign.js';
+import { CAMPAIGN_EVENT_TYPES, CONTACT_EVENT_TYPES, addedContacts, addedCount, addedIds, campaignKey, contactKey, type CampaignEvent, type DialerContact } from '../commands/dialer/campaign.js';
 import { projection, type Projection } from './projection.js';
 
 export interface CampaignDoc extends Record<string, unknown> {
@@ -47,7 +47,7 @@ export const campaignsProjection: Projection<CampaignDoc> = projection({
       case 'CampaignUploaded':
         return { ...c, endTime: ev.data.endTime, uploads: c.uploads + 1, skipped: c.skipped + ev.data.skipped, updatedAt: d.time };
       case 'CampaignContactsAdded':
-        return { ...c, total: c.total + ev.data.contacts.length, pending: c.pending + ev.data.contacts.length, updatedAt: d.time };
+        return { ...c, total: c.total + addedCount(ev.data), pending: c.pending + addedCount(ev.data), updatedAt: d.time };
       case 'CampaignPendingDropped':
         return { ...c, total: c.total - ev.data.contactIds.length, pending: c.pending - ev.data.contactIds.length, dropped: c.dropped + ev.data.contactIds.length, updatedAt: d.time };
       case 'ContactDialAttempted':
@@ -66,12 +66,16 @@ export const campaignsProjection: Projection<CampaignDoc> = projection({
   },
 });
 
-/** Index of each contact in an upload batch, computed once per event (evolve runs once per contact). */
+/**
+ * Index of a contact in its event. A packed chunk's is its row less the chunk's first (the id ends in
+ * `.<row>`); in events stored before chunks, looked up in a map made once per event.
+ */
 const batchIndex = new WeakMap<object, Map<string, number>>();
-function indexIn(e: RecordedEvent, d: CampaignIds & { contacts: DialerContact[] }, id: string): number {
+function indexIn(e: RecordedEvent, d: CampaignIds & Parameters<typeof addedIds>[0], id: string): number {
+  if (!('contacts' in d)) return Number(id.slice(id.lastIndexOf('.') + 1)) - d.first;
   let m = batchIndex.get(e);
   if (!m) {
-    m = new Map(d.contacts.map((c, i) => [contactKey(d.svcId, d.campaignId, c.contactId), i]));
+    m = new Map(addedIds(d).map((contactId, i) => [contactKey(d.svcId, d.campaignId, contactId), i]));
     batchIndex.set(e, m);
   }
   return m.get(id)!;
@@ -79,12 +83,14 @@ function indexIn(e: RecordedEvent, d: CampaignIds & { contacts: DialerContact[] 
 
 export const campaignContactsProjection: Projection<ContactDoc> = projection({
   name: 'campaign-contacts',
+  // Read by the dialer and by uploads only, which wait for it: no request waits for an upload's contacts.
+  lagging: true,
   canHandle: ['CampaignContactsAdded', 'CampaignPendingDropped', ...CONTACT_EVENT_TYPES],
   keys(e) {
     const d = e.data;
     switch (e.type) {
       case 'CampaignContactsAdded':
-        return e.data.contacts.map((c) => contactKey(d.svcId, d.campaignId, c.contactId));
+        return addedIds(e.data).map((contactId) => contactKey(d.svcId, d.campaignId, contactId));
       case 'CampaignPendingDropped':
         return e.data.contactIds.map((id) => contactKey(d.svcId, d.campaignId, id));
       default:
@@ -95,7 +101,7 @@ export const campaignContactsProjection: Projection<ContactDoc> = projection({
     switch (ev.type) {
       case 'CampaignContactsAdded': {
         const index = indexIn(ev, ev.data, id);
-        const c = ev.data.contacts[index]!;
+        const c = addedContacts(ev.data)[index]!;
         return {
           svcId: ev.data.svcId,
           campaignId: ev.data.campaignId,

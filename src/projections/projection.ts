@@ -9,6 +9,12 @@ export interface Projection<D extends Doc = Doc> {
   collection?: string;
   /** The event types it reads: `keys` is empty for every other. */
   canHandle?: readonly string[];
+  /**
+   * Run apart, behind the others (see `ReadSync`): requests do not wait for it, only the readers of
+   * its documents do. For a read model no request reads whose events come in bulk (a dialer upload's
+   * 100,000 contacts): every other tenant's request would wait for them.
+   */
+  lagging?: boolean;
   /** Ids of the documents this event changes (empty: none). */
   keys(event: RecordedEvent): string[];
   /** The new document, or null to delete it. Must be pure. Called only with ids `keys` gave for the event. */
@@ -20,6 +26,7 @@ export interface ProjectionDefinition<D extends Doc, T extends EventType> {
   name: string;
   collection?: string;
   canHandle: readonly T[];
+  lagging?: boolean;
   keys(event: Recorded<T>): string[];
   evolve(doc: D | null, event: Recorded<T>, id: string): D | null;
 }
@@ -36,6 +43,7 @@ export function projection<D extends Doc, T extends EventType>(def: ProjectionDe
     name: def.name,
     ...(def.collection === undefined ? {} : { collection: def.collection }),
     canHandle: def.canHandle,
+    ...(def.lagging ? { lagging: true } : {}),
     keys: (e) => (handled.has(e.type) ? keys(typed(e)) : []),
     evolve: (doc, e, id) => evolve(doc, typed(e), id),
   };

@@ -2,6 +2,9 @@
  * Read-your-writes: a request waits until the read models have applied every event stored
  * before it arrived (CONTRACT section 2). In a process that runs the projector this is the
  * runner's own position; elsewhere the stored checkpoints are polled.
+ *
+ * The lagging read models (`Projection.lagging`: a dialer upload's contacts) run apart and requests
+ * do not wait for them; their readers do, with `waitForAll` / `allCaughtUp`.
  */
 import type { EventStore } from '../gateways/event-store/port.js';
 import type { ReadStore } from '../gateways/read-store/port.js';
@@ -12,22 +15,49 @@ export interface ReadSync {
   waitFor(position: number, timeoutMs?: number): Promise<void>;
   /** Waits until every event stored so far is applied. */
   caughtUp(timeoutMs?: number): Promise<void>;
+  /** As `waitFor`, by the lagging read models too. */
+  waitForAll(position: number, timeoutMs?: number): Promise<void>;
+  /** As `caughtUp`, by the lagging read models too. */
+  allCaughtUp(timeoutMs?: number): Promise<void>;
 }
 
-export function localReadSync(events: EventStore, runner: ProjectionRunner): ReadSync {
+/** `lagging`: the runner of the lagging read models, when there are any. */
+export function localReadSync(events: EventStore, runner: ProjectionRunner, lagging?: ProjectionRunner): ReadSync {
+  const waitFor = (position: number, timeoutMs?: number) => runner.waitFor(position, timeoutMs);
+  const waitForAll = async (position: number, timeoutMs?: number) => {
+    await runner.waitFor(position, timeoutMs);
+    if (lagging) await lagging.waitFor(position, timeoutMs);
+  };
   return {
-    waitFor: (position, timeoutMs) => runner.waitFor(position, timeoutMs),
+    waitFor,
     caughtUp: async (timeoutMs) => {
       const head = await events.headPosition();
       if (head > runner.position) await runner.waitFor(head, timeoutMs);
     },
+    waitForAll,
+    allCaughtUp: async (timeoutMs) => waitForAll(await events.headPosition(), timeoutMs),
   };
 }
 
-export function remoteReadSync(events: EventStore, reads: ReadStore, projectionNames: string[], pollMs = 20): ReadSync {
-  // All checkpoints in one query (on a networked store one round trip a poll, not one per projection),
-  // and one poll for every request of the process that waits: one query at a time, however many wait.
-  // Each waiter is answered by a query sent after it came (checkpoints can go back: a rebuild).
+/** `laggingNames`: the lagging read models, which only `waitForAll` and `allCaughtUp` wait for. */
+export function remoteReadSync(events: EventStore, reads: ReadStore, projectionNames: string[], laggingNames: string[] = [], pollMs = 20): ReadSync {
+  const waitFor = sharedPoll(reads, projectionNames, pollMs);
+  const waitForAll = laggingNames.length === 0 ? waitFor : sharedPoll(reads, [...projectionNames, ...laggingNames], pollMs);
+  return {
+    waitFor,
+    caughtUp: async (timeoutMs) => waitFor(await events.headPosition(), timeoutMs),
+    waitForAll,
+    allCaughtUp: async (timeoutMs) => waitForAll(await events.headPosition(), timeoutMs),
+  };
+}
+
+/**
+ * Waits until the lowest checkpoint of `names` reaches a position. All checkpoints in one query (on a
+ * networked store one round trip a poll, not one per projection), and one poll for every request of
+ * the process that waits: one query at a time, however many wait. Each waiter is answered by a query
+ * sent after it came (checkpoints can go back: a rebuild).
+ */
+function sharedPoll(reads: ReadStore, names: string[], pollMs: number): (position: number, timeoutMs?: number) => Promise<void> {
   type Waiter = { position: number; deadline: number; timeoutMs: number; resolve: () => void; reject: (err: unknown) => void };
   let waiting: Waiter[] = [];
   let asking = false;
@@ -55,12 +85,12 @@ export function remoteReadSync(events: EventStore, reads: ReadStore, projectionN
       if (soon) ask();
       else if (waiting.length > 0) timer = setTimeout(ask, pollMs);
     };
-    reads.lowestCheckpoint(projectionNames).then(
+    reads.lowestCheckpoint(names).then(
       (position) => settle(position),
       (err: unknown) => settle(null, err),
     );
   };
-  const waitFor = (position: number, timeoutMs = 10_000) =>
+  return (position: number, timeoutMs = 10_000) =>
     new Promise<void>((resolve, reject) => {
       const w = { position, deadline: Date.now() + timeoutMs, timeoutMs, resolve, reject };
       if (asking) cameSince.push(w);
@@ -69,8 +99,4 @@ export function remoteReadSync(events: EventStore, reads: ReadStore, projectionN
         ask();
       }
     });
-  return {
-    waitFor,
-    caughtUp: async (timeoutMs) => waitFor(await events.headPosition(), timeoutMs),
-  };
 }

@@ -14,6 +14,8 @@ import { backoffMs } from '../domain/backoff.js';
 
 export interface ProjectionRunnerOptions {
   maxBatch?: number;
+  /** Documents one commit writes at most, unless one event alone touches more (default 5,000). */
+  maxBatchDocs?: number;
   logger?: Pick<Logger, 'error' | 'warn' | 'info'>;
 }
 
@@ -125,46 +127,62 @@ export class ProjectionRunner {
 
   /**
    * Applies a batch with one commit. Exposed for tests that simulate crashes between batches. A batch
-   * whose events touch more than MAX_BATCH_DOCS documents (a dialer upload's 100,000 contacts) is
-   * applied in halves, each with its own commit: one commit of them all held the platform thread for
-   * seconds.
+   * whose events touch more than `maxBatchDocs` documents (a dialer upload's 100,000 contacts) is
+   * applied in runs of events that touch at most that many, each with its own commit and a turn of
+   * the event loop between: one commit of them all held the platform thread for seconds.
    */
   async applyBatch(batch: RecordedEvent[]): Promise<void> {
-    if (batch.length === 0) return;
-    const docs = new Map<string, { collection: string; id: string; doc: Doc | null; stored: number; written: number; dirty: boolean }>();
-    const nextCheckpoints: Record<string, number> = {};
-    const types = new Set<string>();
-    for (const event of batch) types.add(event.type);
-    const last = batch[batch.length - 1]!.position;
-    // The documents each projection's events touch, for all projections first: their count decides
-    // whether the batch is split.
-    const touched: { k: number; keyed: { event: RecordedEvent; ids: readonly string[] }[] }[] = [];
-    let touches = 0;
-    for (let k = 0; k < this.projections.length; k++) {
-      const p = this.projections[k]!;
+    for (let at = 0; at < batch.length; ) {
+      if (at > 0) await new Promise((r) => setImmediate(r)); // others answered between the runs' commits
+      const run = await this.keyRun(batch, at);
+      await this.applyRun(at === 0 && run.end === batch.length ? batch : batch.slice(at, run.end), run.touched);
+      at = run.end;
+    }
+  }
+
+  /**
+   * From `at`, the events up to the first that would take the documents touched past `maxBatchDocs`
+   * (at least one event), and the ids each projection's events touch. Keys are made event by event,
+   * so the events after the run cost nothing yet.
+   */
+  private async keyRun(batch: RecordedEvent[], at: number): Promise<{ end: number; touched: Touched[] }> {
+    const maxDocs = this.options.maxBatchDocs ?? MAX_BATCH_DOCS;
+    const from: number[] = [];
+    for (const p of this.projections) {
       // A runner that was never started (a test replaying a crash) must still skip what is committed.
       if (!this.checkpoints.has(p.name)) this.checkpoints.set(p.name, await this.store.checkpoint(p.name));
-      const from = this.checkpoints.get(p.name)!;
-      if (last > from) nextCheckpoints[p.name] = last;
-      // None of the batch's types is one it reads (most projections, for most batches): only its checkpoint moves.
-      if (!handlesAny(this.handled[k]!, types)) continue;
-      const keyed: { event: RecordedEvent; ids: readonly string[] }[] = [];
-      for (const event of batch) {
-        if (event.position <= from) continue;
-        const ids = p.keys(event);
+      from.push(this.checkpoints.get(p.name)!);
+    }
+    const touched: Touched[] = this.projections.map((_, k) => ({ k, keyed: [] }));
+    let touches = 0;
+    let end = at;
+    for (; end < batch.length; end++) {
+      const event = batch[end]!;
+      let mine = 0;
+      for (let k = 0; k < this.projections.length; k++) {
+        // Not a type it reads (most projections, for most events): only its checkpoint moves.
+        const handled = this.handled[k]!;
+        if ((handled !== null && !handled.has(event.type)) || event.position <= from[k]!) continue;
+        const ids = this.projections[k]!.keys(event);
         if (ids.length === 0) continue;
-        keyed.push({ event, ids });
-        touches += ids.length;
+        touched[k]!.keyed.push({ event, ids });
+        mine += ids.length;
       }
-      touched.push({ k, keyed });
+      if (touches + mine > maxDocs && end > at) {
+        for (const t of touched) if (t.keyed.at(-1)?.event === event) t.keyed.pop();
+        break;
+      }
+      touches += mine;
     }
-    if (touches > MAX_BATCH_DOCS && batch.length > 1) {
-      const half = batch.length >> 1;
-      await this.applyBatch(batch.slice(0, half));
-      // Let the platform answer others between the halves' commits.
-      await new Promise((r) => setImmediate(r));
-      return this.applyBatch(batch.slice(half));
-    }
+    return { end, touched: touched.filter((t) => t.keyed.length > 0) };
+  }
+
+  /** One run of events, keyed (`keyRun`), applied with one commit. */
+  private async applyRun(batch: RecordedEvent[], touched: Touched[]): Promise<void> {
+    const docs = new Map<string, { collection: string; id: string; doc: Doc | null; stored: number; written: number; dirty: boolean }>();
+    const nextCheckpoints: Record<string, number> = {};
+    const last = batch[batch.length - 1]!.position;
+    for (const p of this.projections) if (last > this.checkpoints.get(p.name)!) nextCheckpoints[p.name] = last;
     for (const { k, keyed } of touched) {
       const p = this.projections[k]!;
       const collection = collectionOf(p);
@@ -203,8 +221,4 @@ export class ProjectionRunner {
 /** Documents one commit of the projector writes at most, unless one event alone touches more. */
 const MAX_BATCH_DOCS = 5000;
 
-function handlesAny(handled: ReadonlySet<string> | null, types: ReadonlySet<string>): boolean {
-  if (handled === null) return true;
-  for (const t of types) if (handled.has(t)) return true;
-  return false;
-}
+type Touched = { k: number; keyed: { event: RecordedEvent; ids: readonly string[] }[] };

@@ -137,6 +137,7 @@ describe('calling hours, dnd and blocked numbers (Asia/Kolkata, 09:00-18:00)', (
     expect(done).toMatchObject({ total: 5, dialled: 2, answered: 2, dnc: 3, skipped: 0, pending: 0 });
     expect((await startedCalls(s, 'dialer')).map((c) => c.customerNumber).sort()).toEqual(['9876522221', '9876522222']);
     expect((await startedCalls(s)).map((c) => c.customerNumber)).not.toContain('9876511112');
+    await s.platform.ctx.sync.allCaughtUp();
     const contacts = await s.platform.ctx.reads.find<{ number: string; status: string; skipReason?: string }>('campaign-contacts', { svcId: 101, campaignId: 1 });
     expect(Object.fromEntries(contacts.map((c) => [c.number, [c.status, c.skipReason ?? null]]))).toEqual({
       '9876522221': ['answered', null],

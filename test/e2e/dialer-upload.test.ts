@@ -16,7 +16,8 @@ describe('POST /api/v1/dialer', () => {
   };
   const base = (campaign: number) => ({ 'svc-id': '101', 'campaign-id': String(campaign), 'end-time': String(Date.now() - 1000) });
   const contacts = async (campaign: number) => {
-    await s.platform.ctx.sync.caughtUp();
+    // The contacts' records are the lagging read model: the answer does not wait for them.
+    await s.platform.ctx.sync.allCaughtUp();
     return (await s.platform.ctx.reads.find<ContactDoc>('campaign-contacts', { svcId: 101, campaignId: campaign }, { orderBy: { field: 'seq' } })).filter((c) => c.status !== 'dropped');
   };
   const progress = async (campaign: number) => (await (await s.ops('/ops/v1/campaigns?svc-id=101')).json()).find((c: { campaignId: number }) => c.campaignId === campaign);
@@ -57,6 +58,20 @@ describe('POST /api/v1/dialer', () => {
     expect((await upload({ ...base(3), 'invalidate-old-data': 'true' }, { name: 'b.csv', bytes: 'phone\n9876500003\n' })).status).toBe(200);
     expect((await contacts(3)).map((c) => c.number)).toEqual(['9876500003']);
     expect(await progress(3)).toMatchObject({ total: 1, dropped: 2, uploads: 2 });
+  });
+
+  it('a large upload is stored in chunks of contacts, and dropped in chunks; the counts and records follow', async () => {
+    const rows = Array.from({ length: 1234 }, (_, i) => `c${i},${9876600000 + i}`);
+    expect((await upload(base(21), { name: 'big.csv', bytes: `name,phone\n${rows.join('\n')}\n` })).status).toBe(200);
+    const stored = await contacts(21);
+    expect(stored.map((c) => c.contactId)).toEqual(rows.map((_, i) => `1.${i + 1}`));
+    expect(stored[1233]).toMatchObject({ number: '9876601233', fields: { name: 'c1233' }, status: 'pending', attempts: 0 });
+    expect((await upload({ ...base(21), 'invalidate-old-data': 'true' }, { name: 'b.csv', bytes: 'phone\n9876500009\n' })).status).toBe(200);
+    expect((await contacts(21)).map((c) => [c.contactId, c.number])).toEqual([['2.1', '9876500009']]);
+    expect(await progress(21)).toMatchObject({ total: 1, dropped: 1234, pending: 1, uploads: 2 });
+    const types = (await s.platform.ctx.events.readStream('campaign-101-21')).map((e) => e.type);
+    expect(types.filter((t) => t === 'CampaignContactsAdded')).toHaveLength(6); // 1,234 in chunks of 250, then 1
+    expect(types.filter((t) => t === 'CampaignPendingDropped')).toHaveLength(5);
   });
 
   it('refuses a renamed PDF, a zip bomb, a .txt and a missing file with 400, and stores nothing', async () => {

@@ -7,6 +7,7 @@
 import type { Decider, DomainEvent } from '../decider.js';
 import type { DoNotCallReason } from '../../domain/do-not-call.js';
 import { allTypes } from '../../domain/events.js';
+import { unpackContacts } from '../../domain/packed-contacts.js';
 
 export interface DialerContact {
   contactId: string;
@@ -17,9 +18,47 @@ export interface DialerContact {
 
 type CampaignIds = { svcId: number; campaignId: number; time: number };
 
+/**
+ * The contacts of one `CampaignContactsAdded`: a packed chunk (domain/packed-contacts.ts) whose
+ * contacts are rows `first` to `first + count - 1` of the upload (ids `<uploadNo>.<row>`), or, in
+ * events stored before chunks, the contacts themselves.
+ */
+export type ContactsAdded = { first: number; count: number; packed: string } | { contacts: DialerContact[] };
+type AddedData = { uploadNo: number } & ContactsAdded;
+
+/** How many contacts an event adds. */
+export const addedCount = (d: AddedData): number => ('contacts' in d ? d.contacts.length : d.count);
+
+/** The ids of the contacts an event adds, in upload order, without unpacking them. */
+export function addedIds(d: AddedData): string[] {
+  if ('contacts' in d) return d.contacts.map((c) => c.contactId);
+  return Array.from({ length: d.count }, (_, i) => `${d.uploadNo}.${d.first + i}`);
+}
+
+/**
+ * The chunks unpacked last, by event data (shared by every reader of the log in this process: the
+ * dialer and the contacts' projection unpack each chunk about the same time). A few only: the log's
+ * in-memory tail keeps thousands of events, and their contacts unpacked would be 200 bytes each.
+ */
+const unpacked = new Map<object, readonly DialerContact[]>();
+const UNPACKED_KEPT = 16;
+
+/** The contacts an event adds, in upload order. */
+export function addedContacts(d: AddedData): readonly DialerContact[] {
+  if ('contacts' in d) return d.contacts;
+  let contacts = unpacked.get(d);
+  if (!contacts) {
+    const ids = addedIds(d);
+    contacts = unpackContacts(d).map((c, i) => ({ contactId: ids[i]!, number: c.number, fields: c.fields }));
+    if (unpacked.size >= UNPACKED_KEPT) unpacked.delete(unpacked.keys().next().value!);
+    unpacked.set(d, contacts);
+  }
+  return contacts;
+}
+
 export type CampaignEvent =
   | DomainEvent<'CampaignUploaded', CampaignIds & { uploadNo: number; endTime: number; fileName: string; contacts: number; skipped: number; maxTries: number; invalidatedOld: boolean }>
-  | DomainEvent<'CampaignContactsAdded', CampaignIds & { uploadNo: number; contacts: DialerContact[] }>
+  | DomainEvent<'CampaignContactsAdded', CampaignIds & { uploadNo: number } & ContactsAdded>
   | DomainEvent<'CampaignPendingDropped', CampaignIds & { contactIds: string[] }>;
 
 export const CAMPAIGN_EVENT_TYPES = allTypes<CampaignEvent['type']>({ CampaignUploaded: true, CampaignContactsAdded: true, CampaignPendingDropped: true });

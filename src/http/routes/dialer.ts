@@ -91,12 +91,12 @@ export const dialerRoutes: RouteRegistrar = (app, ctx) => {
         campaignId: p['campaign-id'],
         endTime: p['end-time'],
         fileName: received.fileName,
-        contacts: file.contacts.map((c) => ({ number: c.number, fields: { ...c.fields } })),
+        contacts: file.chunks,
         skipped: file.skipped,
         invalidateOld: p['invalidate-old-data'] ?? false,
       });
-      // The upload is stored: its answer waits for the read models to show it, as every answer does,
-      // but longer than the usual 10 s (a few 100,000-contact uploads at once take the projector that).
+      // The upload is stored: its answer waits for the read models to show it, as every answer does
+      // (the campaign's counts; its contacts' own records are the lagging read model, see ReadSync).
       await ctx.sync.waitFor(position, UPLOAD_CATCH_UP_MS);
       return text('Success');
     },

@@ -16,7 +16,7 @@
 import type { Context } from '../../context.js';
 import type { RecordedEvent, Subscription } from '../../gateways/event-store/port.js';
 import { handleCommand, handleStreams, loadAggregate } from '../../commands/decider.js';
-import { campaignKey, contactDecider, contactStream, type ContactState } from '../../commands/dialer/campaign.js';
+import { addedContacts, campaignKey, contactDecider, contactStream, type ContactState } from '../../commands/dialer/campaign.js';
 import { eventTypes } from '../../commands/platform-events.js';
 import { streams } from '../../domain/streams.js';
 import type { CampaignDoc, ContactDoc } from '../../projections/campaigns.js';
@@ -93,7 +93,7 @@ export class DialerEngine {
 
   async start(): Promise<void> {
     const head = await this.ctx.events.headPosition();
-    await this.ctx.sync.waitFor(head);
+    await this.ctx.sync.waitForAll(head);
     for (const c of await this.ctx.reads.find<CampaignDoc>('campaigns')) {
       const campaign = this.campaign(c.svcId, c.campaignId, c.endTime);
       for (const contact of await this.ctx.reads.find<ContactDoc>('campaign-contacts', { svcId: c.svcId, campaignId: c.campaignId })) {
@@ -157,6 +157,8 @@ export class DialerEngine {
           if (this.stopped) break pages;
           // Most events are not the dialer's: passed over without an async step each.
           if (DIALER_EVENTS.has(e)) await this.onEvent(e);
+          // An upload's chunk is its contacts unpacked (CONTACTS_PER_CHUNK): a turn of the event loop between them.
+          if (e.type === 'CampaignContactsAdded') await new Promise((r) => setImmediate(r));
         }
       }
     } catch (err) {
@@ -175,7 +177,7 @@ export class DialerEngine {
       case 'CampaignContactsAdded': {
         const d = e.data;
         const c = this.campaign(d.svcId, d.campaignId, 0);
-        d.contacts.forEach((contact, i) => c.pending.set(contact.contactId, { contactId: contact.contactId, number: contact.number, attempts: 0, seq: e.position * 100_000 + i, nextAt: 0 }));
+        addedContacts(d).forEach((contact, i) => c.pending.set(contact.contactId, { contactId: contact.contactId, number: contact.number, attempts: 0, seq: e.position * 100_000 + i, nextAt: 0 }));
         return this.pace();
       }
       case 'CampaignPendingDropped': {
@@ -225,6 +227,7 @@ export class DialerEngine {
   }
 
   private async contactNumber(campaign: Campaign, contactId: string): Promise<string> {
+    await this.ctx.sync.allCaughtUp();
     const doc = await this.ctx.reads.get<ContactDoc>('campaign-contacts', `${campaign.svcId}-${campaign.campaignId}-${contactId}`);
     return doc?.number ?? '';
   }

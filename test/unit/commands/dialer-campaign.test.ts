@@ -4,6 +4,7 @@ import { contactDecider, type CampaignEvent, type ContactCommand, type ContactEv
 import { campaignContactsProjection, campaignsProjection, type CampaignDoc, type ContactDoc } from '../../../src/projections/campaigns.js';
 import type { RecordedEvent } from '../../../src/gateways/event-store/port.js';
 import { deciderSpec } from '../../support/decider-spec.js';
+import { packContacts } from '../../../src/domain/packed-contacts.js';
 
 const { given } = deciderSpec(contactDecider);
 const ids = (time: number) => ({ svcId: 101, campaignId: 7, contactId: '1.1', time });
@@ -74,5 +75,18 @@ describe('campaign progress (campaigns and campaign-contacts read models)', () =
       ['1.2', 'skipped', 'blocked'],
       ['1.3', 'pending', null],
     ]);
+  });
+
+  it('reads a packed chunk as the same contacts (ids from the upload and row), beside events stored before chunks', () => {
+    const chunk = packContacts([{ number: '9876500010', fields: Object.fromEntries([['name', 'Asha'], ['__proto__', 'kept']]) as Record<string, string> }, { number: '9876500011', fields: {} }]);
+    const packed = recorded({ type: 'CampaignContactsAdded', data: { ...base, uploadNo: 2, first: 4, ...chunk } });
+    expect(campaignContactsProjection.keys(packed)).toEqual(['101-7-2.4', '101-7-2.5']);
+    const doc = campaignContactsProjection.evolve(null, packed, '101-7-2.5') as ContactDoc;
+    expect(doc).toMatchObject({ contactId: '2.5', number: '9876500011', fields: {}, status: 'pending', attempts: 0, seq: packed.position * 100_000 + 1 });
+    const first = campaignContactsProjection.evolve(null, packed, '101-7-2.4') as ContactDoc;
+    expect(Object.getOwnPropertyNames(first.fields)).toEqual(['name', '__proto__']);
+    let campaign: CampaignDoc | null = null;
+    for (const e of [...log, packed]) if (campaignsProjection.keys(e).length) campaign = campaignsProjection.evolve(campaign, e, '101-7') as CampaignDoc;
+    expect(campaign).toMatchObject({ total: 5, pending: 3 });
   });
 });

@@ -31,7 +31,7 @@ const tick = () => new Promise((r) => setImmediate(r));
 describe('remoteReadSync', () => {
   it('asks one query at a time for every waiter, and answers a waiter only by a query sent after it came', async () => {
     const { state, reads, answer } = fakeReads();
-    const sync = remoteReadSync(events, reads, ['a', 'b'], 5);
+    const sync = remoteReadSync(events, reads, ['a', 'b'], [], 5);
     const done: number[] = [];
     const w1 = sync.waitFor(3).then(() => done.push(3));
     expect(state.queries).toBe(1);
@@ -59,7 +59,7 @@ describe('remoteReadSync', () => {
 
   it('fails the waiters of a query that failed, and times a waiter out on its own deadline', async () => {
     const { state, reads, answer } = fakeReads();
-    const sync = remoteReadSync(events, reads, ['a'], 5);
+    const sync = remoteReadSync(events, reads, ['a'], [], 5);
     state.failNext = new Error('unreachable');
     await expect(sync.waitFor(1)).rejects.toThrow('unreachable');
     const late = sync.waitFor(10, 20);
