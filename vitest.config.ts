@@ -25,9 +25,9 @@ const ENGINE_FREE = [
 
 /**
  * Most files wait on sockets, timers and databases rather than on the CPU: vitest's default on two
- * cores (one file at a time) leaves the machine idle, so four files run at once.
+ * cores (one file at a time) leaves the machine idle, so three files run at once.
  */
-const MAX_WORKERS = Number(process.env.VITEST_MAX_WORKERS ?? 4);
+const MAX_WORKERS = Number(process.env.VITEST_MAX_WORKERS ?? 3);
 
 export default defineConfig(async () => {
   // `npm test` also runs the end-to-end suite on PostgreSQL + Redis (project `e2e-postgres`) where a
