@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import { postgresAnswers } from './test/support/postgres.js';
+import { PG_URL, postgresAnswers } from './test/support/postgres.js';
 
 /**
  * Tests that claim a latency from the contract ("within a second": the wallboard, the dialer at a
@@ -35,7 +35,7 @@ export default defineConfig(async () => {
   // points the whole run at other engines (`npm run test:e2e:engines`).
   const ownEngines = Boolean(process.env.E2E_ENGINES?.trim());
   const onPostgres = !ownEngines && (process.env.REQUIRE_POSTGRES === 'true' || (await postgresAnswers()));
-  if (!ownEngines && !onPostgres) process.stderr.write('\n!! No PostgreSQL answers at 127.0.0.1:5432 (PG_TEST_URL): project e2e-postgres is SKIPPED.\n\n');
+  if (!ownEngines && !onPostgres) process.stderr.write(`\n!! No PostgreSQL answers at ${PG_URL} (PG_TEST_URL): projects e2e-postgres and latency-postgres are SKIPPED.\n\n`);
   const redisUrl = process.env.E2E_REDIS_URL ?? process.env.REDIS_TEST_URL ?? 'redis://127.0.0.1:6379';
   const postgresEnv = { E2E_ENGINES: 'postgres', E2E_REDIS_URL: redisUrl };
   return {
