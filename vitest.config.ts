@@ -34,8 +34,12 @@ export default defineConfig(async () => {
   // PostgreSQL answers; CI (REQUIRE_POSTGRES=true) never skips it. Not when E2E_ENGINES already
   // points the whole run at other engines (`npm run test:e2e:engines`).
   const ownEngines = Boolean(process.env.E2E_ENGINES?.trim());
-  const onPostgres = !ownEngines && (process.env.REQUIRE_POSTGRES === 'true' || (await postgresAnswers()));
-  if (!ownEngines && !onPostgres) process.stderr.write(`\n!! No PostgreSQL answers at ${PG_URL} (PG_TEST_URL): projects e2e-postgres and latency-postgres are SKIPPED.\n\n`);
+  // vitest evaluates this file once per project: one probe and one notice per run.
+  const probe = ((globalThis as { ctPostgresProbe?: Promise<boolean> }).ctPostgresProbe ??= postgresAnswers().then((up) => {
+    if (!up && !ownEngines && process.env.REQUIRE_POSTGRES !== 'true') process.stderr.write(`\n!! No PostgreSQL answers at ${PG_URL} (PG_TEST_URL): projects e2e-postgres and latency-postgres are SKIPPED.\n\n`);
+    return up;
+  }));
+  const onPostgres = !ownEngines && (process.env.REQUIRE_POSTGRES === 'true' || (await probe));
   const redisUrl = process.env.E2E_REDIS_URL ?? process.env.REDIS_TEST_URL ?? 'redis://127.0.0.1:6379';
   const postgresEnv = { E2E_ENGINES: 'postgres', E2E_REDIS_URL: redisUrl };
   return {
