@@ -7,8 +7,9 @@
  * A server restarted on the same DATA_DIR (`stop({ keepData: true })` then `startServer(.., { dataDir })`)
  * finds the same doubles and prefix again, as a restarted process finds the same servers.
  *
- * `E2E_ENGINES=postgres`: every server gets a fresh PostgreSQL database of its own (DATABASE_URL on
- * the server at PG_TEST_URL, default 127.0.0.1:5432, dropped when the server stops for good) for the
+ * `E2E_ENGINES=postgres`: every server gets an empty PostgreSQL database of its own (DATABASE_URL on
+ * the server at PG_TEST_URL, default 127.0.0.1:5432, emptied for the next server when it stops for
+ * good: test/support/postgres.ts) for the
  * event log, the read models and the worker lease, and with `E2E_REDIS_URL` its jobs on Redis: the
  * production setup DATABASE_URL + REDIS_URL on real servers (`npm run test:e2e:postgres`).
  *
@@ -23,7 +24,7 @@ import { randomUUID } from 'node:crypto';
 import { dropRedisKeys } from './redis-keys.js';
 import { KurrentDbDouble } from './kurrentdb-double.js';
 import { MongoDouble } from './mongo-double/server.js';
-import { createDatabase, dropDatabase } from './postgres.js';
+import { claimDatabase, releaseDatabase } from './postgres.js';
 import { RUN_PREFIX } from './postgres-global.js';
 import { PostgresEventStore } from '../../src/gateways/event-store/postgres.js';
 
@@ -93,8 +94,8 @@ async function withRedis(env: Record<string, string>, options: { redis?: boolean
 }
 
 async function postgresFor(dataDir: string, options: { redis?: boolean }): Promise<Engines> {
-  // Named after the run (the forks' parent): the run's teardown drops any a test left (postgres-global.ts).
-  const db = await createDatabase(RUN_PREFIX(process.ppid).slice(0, -1));
+  // Named after the run (the forks' parent): the run's teardown drops them all (postgres-global.ts).
+  const db = await claimDatabase(RUN_PREFIX(process.ppid));
   const env: Record<string, string> = { DATABASE_URL: db.url };
   const { redisPrefix, dropRedis } = await withRedis(env, options);
   const engines: Engines = {
@@ -104,7 +105,7 @@ async function postgresFor(dataDir: string, options: { redis?: boolean }): Promi
     redisPrefix,
     async stop() {
       byDataDir.delete(dataDir);
-      await dropDatabase(db.name);
+      await releaseDatabase(db);
       await dropRedis();
     },
   };

@@ -4,15 +4,14 @@
  * with its own environment, its JSON log parsed line by line so tests wait on what it says rather
  * than on time; kill -9 and SIGTERM for real.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { OPERATOR_TOKEN } from './server.js';
+import { buildOnce } from './build.js';
 
-const root = path.resolve(import.meta.dirname, '../..');
 
 export interface Build {
   dir: string;
@@ -27,15 +26,9 @@ export interface Build {
   remove(): void;
 }
 
-/** Compiles the project (tsc) into a temporary directory that resolves packages from the project's node_modules. */
+/** The compiled project (the run's shared build, build.ts) in a temporary directory of its own. */
 export function buildPlatform(): Build {
-  const dir = mkdtempSync(path.join(tmpdir(), 'ct-proc-'));
-  const out = path.join(dir, 'build');
-  const tsc = spawnSync(path.join(root, 'node_modules/.bin/tsc'), ['-p', path.join(root, 'tsconfig.build.json'), '--outDir', out], { encoding: 'utf8' });
-  if (tsc.status !== 0) throw new Error(`build failed: ${tsc.stdout}${tsc.stderr}`);
-  // The built files resolve packages from the project's node_modules and are ES modules.
-  symlinkSync(realpathSync(path.join(root, 'node_modules')), path.join(dir, 'node_modules'), 'dir');
-  writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
+  const { work: dir, out } = buildOnce('ct-proc-');
   return {
     dir,
     main: path.join(out, 'src/main.js'),
