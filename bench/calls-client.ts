@@ -5,6 +5,7 @@
  */
 import http from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
+import { formPoster } from './form-post.js';
 
 export interface CallsClientOptions {
   url: string;
@@ -28,17 +29,8 @@ if (parentPort && (workerData as { calls?: CallsClientOptions } | null)?.calls) 
       done();
     }
   });
-  const post = (body: string) =>
-    new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const req = http.request(`${o.url}/api/v1/calls`, { method: 'POST', agent, headers: { authorization: o.authorization, 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) } }, (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
+  const postForm = formPoster(agent, o.url, o.authorization);
+  const post = (body: string) => postForm('/api/v1/calls', body);
   let placed = 0;
   const lane = async () => {
     while (placed < o.total) {

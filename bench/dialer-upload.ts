@@ -10,13 +10,12 @@
  *   npx tsc -p tsconfig.build.json && node dist/bench/dialer-upload.js
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { PassThrough } from 'node:stream';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import ExcelJS from 'exceljs';
+import { xlsxOf } from './campaign-sheet.js';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { createPlatform } from '../src/platform.js';
@@ -55,19 +54,6 @@ function document(tenants: number) {
   }));
   const users = services.map((s, i) => ({ id: 9501 + i, username: `tenant-${i}`, password: `password-${i}`, admin: true, services: [s.id] }));
   return { services, users };
-}
-
-export async function xlsxOf(rows: number): Promise<Buffer> {
-  const out = new PassThrough();
-  const chunks: Buffer[] = [];
-  out.on('data', (c: Buffer) => chunks.push(c));
-  const writer = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useSharedStrings: true });
-  const ws = writer.addWorksheet('Campaign');
-  ws.addRow(['Name', 'Mobile', 'City', 'Account']).commit();
-  for (let i = 0; i < rows; i++) ws.addRow([`Customer ${i}`, 9_000_000_000 + i, i % 2 ? 'Pune' : 'Mumbai', `AC-${i.toString().padStart(8, '0')}`]).commit();
-  ws.commit();
-  await writer.commit();
-  return Buffer.concat(chunks);
 }
 
 function stats(ms: number[]): PingStats {

@@ -5,6 +5,7 @@
  */
 import http from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
+import { formPoster } from './form-post.js';
 
 export interface SipClientOptions {
   url: string;
@@ -24,17 +25,7 @@ if (parentPort && (workerData as { sip?: SipClientOptions } | null)?.sip) {
   const o = (workerData as { sip: SipClientOptions }).sip;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const now = () => performance.timeOrigin + performance.now();
-  const post = (pathname: string, body: string) =>
-    new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const req = http.request(`${o.url}${pathname}`, { method: 'POST', agent, headers: { authorization: o.authorization, 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) } }, (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
+  const post = formPoster(agent, o.url, o.authorization);
   const step = async (rate: number, total: number, first: number) => {
     const answers: Promise<void>[] = [];
     const t0 = now();

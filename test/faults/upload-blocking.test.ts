@@ -8,10 +8,9 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
-import ExcelJS from 'exceljs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { teamDoc } from '../support/fixtures.js';
+import { xlsxOf } from '../../bench/campaign-sheet.js';
 import { ADMIN_AUTH, OPS_AUTH, PlatformProcess, basic, buildPlatform, type Build, type LogLine } from '../support/processes.js';
 
 const ROWS = 100_000;
@@ -33,19 +32,6 @@ if (isMainThread) {
 
 let build: Build;
 let server: PlatformProcess;
-
-async function campaignSheet(rows: number): Promise<Buffer> {
-  const out = new PassThrough();
-  const chunks: Buffer[] = [];
-  out.on('data', (c: Buffer) => chunks.push(c));
-  const writer = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useSharedStrings: true });
-  const ws = writer.addWorksheet('Campaign');
-  ws.addRow(['Name', 'Mobile', 'City', 'Account']).commit();
-  for (let i = 0; i < rows; i++) ws.addRow([`Customer ${i}`, 9_000_000_000 + i, i % 2 ? 'Pune' : 'Mumbai', `AC-${String(i).padStart(8, '0')}`]).commit();
-  ws.commit();
-  await writer.commit();
-  return Buffer.concat(chunks);
-}
 
 /** The longest delay since the last call (the first call starts the window). */
 async function loopDelayMs(): Promise<number> {
@@ -79,7 +65,7 @@ afterAll(async () => {
 
 describe('a 100,000-contact upload and the platform thread', () => {
   it("another tenant's pings are answered all along, and the platform thread is never held for long", async () => {
-    const sheet = await campaignSheet(ROWS);
+    const sheet = await xlsxOf(ROWS);
     for (let i = 0; i < 20; i++) expect((await server.fetch('/api/v1/ping', { headers: GLOBEX_AUTH })).status).toBe(200);
     await loopDelayMs();
 
