@@ -1,6 +1,6 @@
 /**
  * Rows of the first worksheet of an .xlsx held in memory, read as its XML streams out of the zip
- * (sheet-xml.ts: a SAX parser, nothing but the cells' text kept).
+ * (sheet-xml.ts: nothing but the cells' text kept), in batches of rows.
  *
  * Zip bombs: the workbook is at most `maxBytes` (10 MiB), so it is buffered and its zip directory read
  * first (yauzl, see zip.ts). Only four parts are decompressed at all: the workbook, its relationships, the
@@ -29,7 +29,7 @@ const BOMB_RATIO = 100;
 const BOMB_MIN_BYTES = 16 * 2 ** 20;
 const MAX_METADATA_BYTES = 8 * 2 ** 20;
 
-export async function* xlsxRows(buf: Buffer, limits: XlsxLimits = DEFAULT_XLSX_LIMITS): AsyncGenerator<Cell[]> {
+export async function* xlsxRows(buf: Buffer, limits: XlsxLimits = DEFAULT_XLSX_LIMITS): AsyncGenerator<Cell[][]> {
   if (buf.length >= 8 && buf.readUInt32BE(0) === 0xd0cf11e0) {
     throw invalid('not an xlsx workbook: this is a legacy .xls or a password-protected workbook');
   }
