@@ -83,7 +83,8 @@ export async function readContacts(
   } else if (ext === '.xlsx') {
     const chunks: Buffer[] = [];
     for await (const chunk of limitBytes(input, maxBytes)) chunks.push(chunk);
-    rows = xlsxRows(Buffer.concat(chunks), {
+    // One chunk (the reader thread hands the upload over whole) is not copied again.
+    rows = xlsxRows(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), {
       ...DEFAULT_XLSX_LIMITS,
       ...(limits.maxInflatedBytes !== undefined ? { maxInflatedBytes: limits.maxInflatedBytes } : {}),
     });
