@@ -87,6 +87,34 @@ describe('sheet XML', () => {
     expect(await refusal(rows('<row><c r="XFE1"><v>1</v></c></row>'))).toMatch(/beyond column 16384/);
   });
 
+  it('answers mutated sheets with rows or a SpreadsheetError, never another error', async () => {
+    // A fixed-seed PRNG: the same 600 mutations each run (bytes replaced, cut out or repeated).
+    let seed = 29;
+    const rnd = (n: number) => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed % n;
+    };
+    const base = Buffer.from(sheet, 'utf8');
+    const alphabet = Buffer.from('<>/="\'&;!?[]-# \nrcvtsx:0123456789\u00e9');
+    for (let k = 0; k < 600; k++) {
+      let b = Buffer.from(base);
+      for (let m = 1 + rnd(3); m > 0; m--) {
+        const at = rnd(b.length);
+        const op = rnd(3);
+        if (op === 0) b[at] = alphabet[rnd(alphabet.length)]!;
+        else if (op === 1) b = Buffer.concat([b.subarray(0, at), b.subarray(Math.min(b.length, at + 1 + rnd(8)))]);
+        else b = Buffer.concat([b.subarray(0, at), b.subarray(at, at + rnd(12)), b.subarray(at)]);
+      }
+      const got = await (async () => {
+        for await (const _ of worksheetRows(chunks(b, 1 + rnd(40)), 'sheet1.xml', ['Phone', 'Note'])) void _;
+      })().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      if (got !== undefined) expect(got, b.toString('utf8')).toBeInstanceOf(SpreadsheetError);
+    }
+  });
+
   it('hands the rows out in batches as chunks complete them, not all at the end', async () => {
     const data = Array.from({ length: 2000 }, (_, i) => `<row><c><v>${9_000_000_000 + i}</v></c></row>`).join('');
     let batches = 0;
