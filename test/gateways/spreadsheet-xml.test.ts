@@ -81,6 +81,8 @@ describe('sheet XML', () => {
     for (const data of bad) {
       for (const size of [1, 1 << 16]) expect(await refusal(rows(data, [], size)), data).toMatch(/^not a readable xlsx workbook: sheet1\.xml is not well-formed XML/);
     }
+    expect(await sharedStrings(chunks(`<sst ${NS}><si><t>a</t></si></sst><!---->`, 1), 'sharedStrings.xml')).toEqual(['a']);
+    expect(await refusal(sharedStrings(chunks(`<sst ${NS}><si><t>a</t></si></sst><!--`, 1), 'sharedStrings.xml'))).toMatch(/ends inside/);
     expect(await refusal(rows('', [], 1 << 16, '<!DOCTYPE worksheet [<!ENTITY a "aaaa">]>'))).toMatch(/DTD/);
     expect(await refusal(sharedStrings(chunks('', 1), 'sharedStrings.xml'))).toMatch(/holds no element/);
     expect(await refusal(sharedStrings(chunks('<sst><si><t>a</t></si>', 4), 'sharedStrings.xml'))).toMatch(/not closed/);

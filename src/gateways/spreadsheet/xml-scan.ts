@@ -102,7 +102,7 @@ export class XmlScanner implements Tag {
       this.started = true;
       if (b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) b = b.subarray(3); // a byte-order mark
     }
-    const stop = this.scan(b);
+    const stop = this.scan(b, false);
     if (stop < b.length) {
       if (b.length - stop > MAX_CARRY) this.bad('an unfinished comment, tag or section');
       this.carry = Buffer.from(b.subarray(stop)); // a copy: the chunk is not kept
@@ -111,6 +111,12 @@ export class XmlScanner implements Tag {
 
   /** After the last piece. */
   end(): void {
+    // What is left may still be whole (a short comment after the root): scanned once more as the end.
+    if (this.carry && this.hashes.length === 0) {
+      const b = this.carry;
+      const stop = this.scan(b, true);
+      this.carry = stop < b.length ? b.subarray(stop) : undefined;
+    }
     const rest = this.carry;
     if (rest && (this.hashes.length > 0 || !isBlank(rest, 0, rest.length))) this.bad('it ends inside a tag or element');
     if (this.hashes.length > 0) this.bad('an element is not closed');
@@ -118,7 +124,7 @@ export class XmlScanner implements Tag {
   }
 
   /** Handles every complete construct of `b`; returns where the first incomplete one starts. */
-  private scan(b: Buffer): number {
+  private scan(b: Buffer, last = false): number {
     const h = this.handler;
     const len = b.length;
     let pos = 0;
@@ -154,7 +160,7 @@ export class XmlScanner implements Tag {
         if (end < 0) return lt;
         pos = end + 2;
       } else if (c === 0x21) {
-        if (len - lt < 9) return lt;
+        if (len - lt < 9 && !last) return lt;
         if (b[lt + 2] === 0x2d && b[lt + 3] === 0x2d) {
           const end = b.indexOf('-->', lt + 4, 'latin1');
           if (end < 0) return lt;
