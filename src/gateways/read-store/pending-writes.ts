@@ -94,6 +94,19 @@ export class PendingWrites {
     }
   }
 
+  /**
+   * The held write of a document (undefined: none), so a read answers from it without storing what is
+   * held. A JSON left for later is made now, once: the store then uses it.
+   */
+  held(collection: string, id: string): RowWrite | undefined {
+    const k = key(collection, id);
+    const r = this.rows.get(k);
+    if (r === undefined || r.data !== undefined) return r;
+    const row: RowWrite = { collection: r.collection, id: r.id, data: JSON.stringify(r.doc), position: r.position };
+    this.rows.set(k, row); // the same place in the order: an existing key keeps it
+    return row;
+  }
+
   holdsDocument(collection: string, id: string): boolean {
     return this.rows.has(key(collection, id));
   }
