@@ -14,17 +14,11 @@ import { canRunThreads } from '../sqlite-thread.js';
 import type { CommitOptions, Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
 import { ReadStoreWrites, TOMBSTONE_KEEP_MS, type RowWrite } from './sqlite-writes.js';
 import { ReadWriterThread, readWriterModule } from './sqlite-writer.js';
-import { PendingWrites, jsonLater, type HeldRow } from './pending-writes.js';
+import { PendingWrites, WAIT, heldVersioned, jsonLater, readHeld, type HeldRow } from './pending-writes.js';
 
 export { TOMBSTONE_KEEP_MS };
 
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/** A read that must wait for the held writes to be stored (SqliteReadStore.fromHeld). */
-const WAIT = Symbol('wait');
-
-/** A held write as getVersioned answers it: a delete or tombstone is null, at the write's position (0: none). */
-const heldVersioned = <T extends Doc>(row: RowWrite): Versioned<T> => ({ doc: row.data === null ? null : (JSON.parse(row.data) as T), position: row.position ?? 0 });
 
 const rowNow = (w: DocWrite): RowWrite => ({ collection: w.collection, id: w.id, data: w.doc === null ? null : JSON.stringify(w.doc), position: w.position ?? null });
 
@@ -241,20 +235,10 @@ export class SqliteReadStore implements ReadStore {
     }
   }
 
-  /**
-   * A document's held write as a read would find it once stored, without storing what is held (a read
-   * of a document just written, e.g. a call's record by the hangup that follows its bridging, stored
-   * every held write at once and left little to coalesce). undefined: not held; WAIT: the read waits
-   * for the store as before (the write is in flight on the writer thread, or a projector's write that
-   * a newer stored row would keep from landing).
-   */
+  /** A document's held write as a read would find it once stored (pending-writes.ts readHeld). */
   private fromHeld(collection: string, id: string): RowWrite | typeof WAIT | undefined {
     if (this.coalesceMs <= 0) return undefined;
-    if (this.storing !== null && this.storing.writes.holdsDocument(collection, id)) return WAIT;
-    const row = this.pending.held(collection, id);
-    if (row === undefined || row.position === null) return row;
-    const stored = this.stmts.versioned.get(collection, id);
-    return stored && stored.position !== null && stored.position >= row.position ? WAIT : row;
+    return readHeld(this.pending, this.storing?.writes ?? null, collection, id, () => this.stmts.versioned.get(collection, id)?.position);
   }
 
   /** Waits for the held writes to be stored when a read or direct write touches one of them. */
