@@ -6,12 +6,12 @@
  * the POST to the customer's INVITE leaving for the trunk (on loopback, its arrival).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
@@ -21,6 +21,7 @@ import type { SipSwitch } from '../src/gateways/switch/sip/sip-switch.js';
 import type { SipMessage } from '../src/gateways/switch/sip/message.js';
 import type { Peer } from '../src/gateways/switch/sip/transport.js';
 import type { SipClientOptions, SipClientOrder, SipClientReport } from './sip-client.js';
+import { storeStats, threadCpuMs } from './webhooks.js';
 
 export interface SipStep {
   rate: number;
@@ -47,6 +48,17 @@ async function freePort(): Promise<number> {
       });
     });
     if (ok) return port;
+  }
+}
+
+/** CPU time (ms) of a process so far, from /proc (10 ms ticks); 0 where there is none. */
+function pidCpuMs(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return 0;
   }
 }
 
@@ -97,6 +109,15 @@ export async function benchSip(options: { rates?: number[]; seconds?: number } =
       }
       send(m, to);
     };
+    // The read store's transactions on this thread (bench only; none are counted with EMBEDDED_THREADS on).
+    const readTx = { n: 0 };
+    const writes = (platform.ctx.reads as { inner?: { writes?: Record<'commit' | 'put' | 'delete' | 'insertIfAbsent', (...a: unknown[]) => unknown> } }).inner?.writes;
+    if (writes) {
+      for (const m of ['commit', 'put', 'delete', 'insertIfAbsent'] as const) {
+        const f = writes[m].bind(writes);
+        writes[m] = (...a: unknown[]) => (readTx.n++, f(...a));
+      }
+    }
     const ended = new Map<string, boolean>();
     let hangup: (xnid: string) => void = () => undefined;
     // When each call's CallStarted is read by a subscription like the worker's (BENCH_SIP_BREAKDOWN=1).
@@ -127,6 +148,11 @@ export async function benchSip(options: { rates?: number[]; seconds?: number } =
       seq += total;
       const t0 = now();
       const cpu0 = process.cpuUsage();
+      const thread0 = threadCpuMs();
+      const sipp0 = pidCpuMs(trunk.pid);
+      const store0 = storeStats(platform.ctx.events);
+      const readTx0 = readTx.n;
+      const elu0 = performance.eventLoopUtilization();
       await new Promise<void>((resolve) => {
         const onReport = (m: SipClientReport) => {
           if ('placed' in m) return void placed.push({ number: m.placed, at: m.at, answered: m.answered, id: m.id });
@@ -141,6 +167,10 @@ export async function benchSip(options: { rates?: number[]; seconds?: number } =
       while (now() < deadline && !ids.every((id) => id !== null && ended.has(id))) await new Promise((r) => setTimeout(r, 20));
       loopDelay.disable();
       const cpu = process.cpuUsage(cpu0);
+      const threadMs = threadCpuMs() - thread0;
+      const sippMs = pidCpuMs(trunk.pid) - sipp0;
+      const store1 = storeStats(platform.ctx.events);
+      const elu = performance.eventLoopUtilization(elu0);
       const elapsed = (now() - t0) / 1000;
       const failed = ids.filter((id) => id === null || ended.get(id) !== true).length;
       const pdd = placed.map((p) => (inviteAt.get(p.number) ?? Infinity) - p.at).sort((a, b) => a - b);
@@ -152,7 +182,8 @@ export async function benchSip(options: { rates?: number[]; seconds?: number } =
         };
         const ms = (ns: number) => (ns / 1e6).toFixed(1);
         console.error(
-          `sip breakdown at ${rate} calls/s: this process's CPU ${((cpu.user + cpu.system) / 1000 / total).toFixed(2)} ms a call; event loop delay p50 ${ms(loopDelay.percentile(50))} p99 ${ms(loopDelay.percentile(99))} max ${ms(loopDelay.max)}; ` +
+          `sip breakdown at ${rate} calls/s: CPU a call: the platform's thread ${(threadMs / total).toFixed(2)} ms, this process (all threads, the HTTP client's included) ${((cpu.user + cpu.system) / 1000 / total).toFixed(2)} ms, SIPp ${(sippMs / total).toFixed(2)} ms; ` +
+            `events ${((store1.appends - store0.appends) / total).toFixed(1)} a call in ${((store1.commits - store0.commits) / total).toFixed(2)} commits, read store transactions ${((readTx.n - readTx0) / total).toFixed(2)} a call; event loop utilisation ${elu.utilization.toFixed(2)}; event loop delay p50 ${ms(loopDelay.percentile(50))} p99 ${ms(loopDelay.percentile(99))} max ${ms(loopDelay.max)}; ` +
             `CallStarted read ${seg((p) => (startedSeen.get(p.id ?? '') ?? NaN) - p.at)}; INVITE sent ${seg((p) => (inviteAt.get(p.number) ?? NaN) - p.at)}; POST answered ${seg((p) => p.answered - p.at)}`,
         );
       }

@@ -3,15 +3,18 @@
  * of a bridged call talk to each other, not through the worker, so a killed worker leaves them
  * connected with no one to end the call, and a phone it rang ringing: the next worker sends BYE in
  * every answered dialog the killed one kept and CANCEL to the ringing one, ends the calls in the log
- * (every started call ends, every agent is free), and takes new calls.
+ * (every started call ends, every agent is free), and takes new calls. A phone that registered just
+ * before the kill keeps its binding (test/workers/sip-accounts.test.ts shows the store's side with the
+ * coalescing window held open).
  */
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteEventStore } from '../../src/gateways/event-store/sqlite.js';
 import { header } from '../../src/gateways/switch/sip/message.js';
 import { teamDoc } from '../support/fixtures.js';
 import { ADMIN_AUTH, PlatformProcess, buildPlatform, type Build } from '../support/processes.js';
-import { freePort, hasSipp, messageLog, scenario, sippMessages, startSipp, type Sipp } from '../support/sipp.js';
+import { freePort, hasSipp, messageLog, outcome, scenario, scenarioWith, sippMessages, startSipp, type Sipp } from '../support/sipp.js';
 import { until } from '../support/until.js';
 
 const LOST = 'sip: ended the legs a previous worker left (BYE when answered, CANCEL when ringing)';
@@ -39,7 +42,9 @@ describe.skipIf(!hasSipp && !process.env.REQUIRE_SIPP)('a SIP worker killed with
     sipps.push(trunk);
     const dataDir = build.tempDir('data-');
     const env = { DATA_DIR: dataDir, SWITCH: 'sip', SIP_HOST: '127.0.0.1', SIP_PORT: String(await freePort()), SIP_DOMAIN: 'pbx.test', SIP_TRUNK: `127.0.0.1:${trunk.port}` };
-    const first = await PlatformProcess.start(build, 'worker', { ...env, PROVISION_FILE: build.writeJson(teamDoc()) });
+    const doc = teamDoc();
+    doc.services[0]!.agents[2]!.sipPassword = 'chitra-phone-secret';
+    const first = await PlatformProcess.start(build, 'worker', { ...env, PROVISION_FILE: build.writeJson(doc) });
     running.push(first);
     const events = new SqliteEventStore(path.join(dataDir, 'events.db'));
     const received = (method: string) => sippMessages(trunkLog).filter((m) => m.direction === 'received' && m.message.kind === 'request' && m.message.method === method).map((m) => header(m.message, 'call-id')!);
@@ -59,7 +64,19 @@ describe.skipIf(!hasSipp && !process.env.REQUIRE_SIPP)('a SIP worker killed with
       const ringing = await place(first, '9876540000');
       await until(async () => (await types(events, ringing)).includes('CustomerRing'), 'the third call ringing', 20_000);
       const ringingLeg = await until(() => [...new Set(received('INVITE'))].find((id) => !legs.includes(id)), 'its INVITE at the trunk');
+      // A phone registers just before the kill: its REGISTER is answered 200 only once the binding is stored.
+      const contact = `sip:chitra@127.0.0.1:${trunk.port}`;
+      const reg = await startSipp({ scenario: scenarioWith('phone-register.xml', { STATUS: '200' }), remote: `127.0.0.1:${env.SIP_PORT}`, keys: { user: 'chitra', domain: 'pbx.test', contact }, args: ['-m', '1', '-au', 'chitra', '-ap', 'chitra-phone-secret'] });
+      sipps.push(reg);
+      expect(await outcome(reg)).toEqual({ code: 0, output: '' });
       await first.kill9();
+      const readDb = new Database(path.join(dataDir, 'read.db'), { readonly: true });
+      try {
+        const binding = readDb.prepare<[], string>(`SELECT data FROM docs WHERE collection = 'sip-bindings' AND id = 'chitra'`).pluck().get();
+        expect(binding && JSON.parse(binding)).toMatchObject({ user: 'chitra', contact });
+      } finally {
+        readDb.close();
+      }
       expect(received('BYE')).toEqual([]);
       expect(received('CANCEL')).toEqual([]);
       for (const xnid of [...calls, ringing]) expect(await types(events, xnid)).not.toContain('CallEnded');

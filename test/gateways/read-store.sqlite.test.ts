@@ -122,8 +122,17 @@ describe('SqliteReadStore with coalesceMs', () => {
       await store.commit([{ collection: 'agents', id: 'a2', doc: { v: 3 }, position: 3 }], { agents: 3, other: 3 });
       // Held: the file (another process, or this one after kill -9) still has the first commit only.
       expect(stored(file)).toEqual({ docs: [{ id: 'a1', doc: { v: 1 }, position: 1 }], checkpoints: [{ name: 'agents', position: 1 }] });
-      // Through the store they are there, and reading them stored them.
+      // Through the store they are there; reading a held document answers from it, storing nothing.
       expect(await store.getVersioned('agents', 'a1')).toEqual({ doc: { v: 2 }, position: 2 });
+      expect(await store.get('agents', 'a2')).toEqual({ v: 3 });
+      expect(await store.getVersionedMany('agents', ['a2', 'none', 'a1'])).toEqual([
+        { doc: { v: 3 }, position: 3 },
+        { doc: null, position: 0 },
+        { doc: { v: 2 }, position: 2 },
+      ]);
+      expect(stored(file).checkpoints).toEqual([{ name: 'agents', position: 1 }]);
+      // A checkpoint read stores them.
+      expect(await store.checkpoint('other')).toBe(3);
       expect(stored(file).checkpoints).toEqual([
         { name: 'agents', position: 3 },
         { name: 'other', position: 3 },
@@ -146,6 +155,43 @@ describe('SqliteReadStore with coalesceMs', () => {
           { name: 'other', position: 3 },
         ],
       });
+    });
+
+    it(`${mode}: a read of a held write answers what the file will hold: a tombstone none, a write a newer stored one keeps out the stored one`, async () => {
+      const file = path.join(dir, `coalesce-${n++}.db`);
+      const store = open(file);
+      await store.commit([], { p: 1 });
+      await store.commit([{ collection: 'c', id: 'gone', doc: null, position: 2 }], { p: 2 });
+      await store.commit([{ collection: 'c', id: 'late', doc: { v: 3 }, position: 3 }], { p: 3 });
+      await store.commit([{ collection: 'c', id: 'plain', doc: { v: 4 } }], {});
+      expect(await store.getVersioned('c', 'gone')).toEqual({ doc: null, position: 2 });
+      expect(await store.get('c', 'gone')).toBeNull();
+      expect(await store.getVersioned('c', 'plain')).toEqual({ doc: { v: 4 }, position: 0 });
+      expect(stored(file).docs).toEqual([]);
+      // Another process stored 'late' at a later position: the held write will not land, the read waits and finds the stored one.
+      const other = new Database(file);
+      other.prepare(`INSERT INTO docs (collection, id, data, position) VALUES ('c', 'late', '{"v":9}', 9)`).run();
+      other.close();
+      expect(await store.getVersioned('c', 'late')).toEqual({ doc: { v: 9 }, position: 9 });
+      expect(stored(file).docs.map((d) => d.id)).toEqual(['gone', 'late', 'plain']);
+      await store.close();
+    });
+
+    it(`${mode}: a commit with now is stored before it resolves, after the held writes of its documents`, async () => {
+      const file = path.join(dir, `coalesce-${n++}.db`);
+      const store = open(file);
+      await store.commit([], { p: 1 });
+      await store.commit([{ collection: 'c', id: 'x', doc: { v: 1 } }], {});
+      await store.commit([{ collection: 'c', id: 'held', doc: { v: 2 }, position: 2 }], { p: 2 });
+      await store.commit([{ collection: 'c', id: 'x', doc: { v: 3 } }, { collection: 'c', id: 'y', doc: { v: 4 } }], {}, { now: true });
+      expect(stored(file).docs).toEqual([
+        { id: 'held', doc: { v: 2 }, position: 2 },
+        { id: 'x', doc: { v: 3 }, position: null },
+        { id: 'y', doc: { v: 4 }, position: null },
+      ]);
+      await store.commit([{ collection: 'c', id: 'y', doc: null }], {}, { now: true });
+      expect(stored(file).docs.map((d) => d.id)).toEqual(['held', 'x']);
+      await store.close();
     });
 
     it(`${mode}: merged commits end as the same commits stored one by one`, async () => {

@@ -8,7 +8,7 @@
  * runs the projector. A process without it reads the store (see platform.ts). Documents handed out
  * are frozen: they are shared, and a caller changing one would change the model.
  */
-import type { Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
+import type { CommitOptions, Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
 import { CollectionIndexes, questionKey } from './hot-index.js';
 
 type Collection = Map<string, Doc>;
@@ -185,12 +185,12 @@ export class HotReadStore implements ReadStore {
     return docs.slice();
   }
 
-  async commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void> {
+  async commit(writes: DocWrite[], checkpoints: Record<string, number>, options?: CommitOptions): Promise<void> {
     // Frozen before the store sees them, as they would be after (remember, writeThrough): a store
     // that holds writes back may then make their JSON once, when it stores them (pending-writes.ts).
     for (const w of writes) if (w.doc !== null && (w.position !== undefined || this.hot.has(w.collection))) freeze(w.doc);
     try {
-      await this.inner.commit(writes, checkpoints);
+      await this.inner.commit(writes, checkpoints, options);
     } catch (err) {
       // Some of it may be stored (a store without transactions): the next reads ask the store.
       for (const w of writes) this.written.delete(writtenKey(w.collection, w.id));

@@ -6,7 +6,7 @@
  * the later write of a document replaces the earlier, a projector's write never replaces one made at a
  * later position, and checkpoints only move forward.
  */
-import type { Doc } from './port.js';
+import type { Doc, Versioned } from './port.js';
 import type { RowWrite } from './sqlite-writes.js';
 
 const key = (collection: string, id: string) => `${collection}\u0000${id}`;
@@ -94,6 +94,19 @@ export class PendingWrites {
     }
   }
 
+  /**
+   * The held write of a document (undefined: none), so a read answers from it without storing what is
+   * held. A JSON left for later is made now, once: the store then uses it.
+   */
+  held(collection: string, id: string): RowWrite | undefined {
+    const k = key(collection, id);
+    const r = this.rows.get(k);
+    if (r === undefined || r.data !== undefined) return r;
+    const row: RowWrite = { collection: r.collection, id: r.id, data: JSON.stringify(r.doc), position: r.position };
+    this.rows.set(k, row); // the same place in the order: an existing key keeps it
+    return row;
+  }
+
   holdsDocument(collection: string, id: string): boolean {
     return this.rows.has(key(collection, id));
   }
@@ -123,3 +136,24 @@ export class PendingWrites {
     return { rows, checkpoints: JSON.stringify(Object.fromEntries(this.checkpoints)) };
   }
 }
+
+/** A read that must wait for the held writes to be stored (readHeld). */
+export const WAIT = Symbol('wait');
+
+/**
+ * A document's held write as a read would find it once stored, so the read need not store what is
+ * held first (a read of a document just written, e.g. a call's record by the hangup that follows its
+ * bridging, stored every held write at once and left little to coalesce). undefined: not held; WAIT:
+ * the read waits for the store as before (the write is in flight on the writer thread, or it is a
+ * projector's write that the stored row, at `storedPosition` or later, would keep from landing).
+ */
+export function readHeld(pending: PendingWrites, storing: PendingWrites | null, collection: string, id: string, storedPosition: () => number | null | undefined): RowWrite | typeof WAIT | undefined {
+  if (storing !== null && storing.holdsDocument(collection, id)) return WAIT;
+  const row = pending.held(collection, id);
+  if (row === undefined || row.position === null) return row;
+  const stored = storedPosition();
+  return stored !== null && stored !== undefined && stored >= row.position ? WAIT : row;
+}
+
+/** A held write as getVersioned answers it: a delete or tombstone is null, at the write's position (0: none). */
+export const heldVersioned = <T extends Doc>(row: RowWrite): Versioned<T> => ({ doc: row.data === null ? null : (JSON.parse(row.data) as T), position: row.position ?? 0 });

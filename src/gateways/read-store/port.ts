@@ -40,6 +40,15 @@ export interface FindOptions {
   limit?: number;
 }
 
+export interface CommitOptions {
+  /**
+   * Stored before the promise resolves, never held back to go with later commits (the SQLite
+   * adapter's coalescing): for writes a killed process must not lose once it has acted on them (the
+   * SIP switch's kept dialogs, a registration answered 200). The other adapters always store at once.
+   */
+  now?: boolean;
+}
+
 export interface ReadStore {
   /**
    * Optional: true when `commit` is one transaction (documents and checkpoints together), so a hot
@@ -62,7 +71,7 @@ export interface ReadStore {
    * any write (e.g. a document that cannot be stored) writes nothing. Without a transaction, a crash
    * may leave documents written and checkpoints not: writes that carry positions make that safe.
    */
-  commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void>;
+  commit(writes: DocWrite[], checkpoints: Record<string, number>, options?: CommitOptions): Promise<void>;
   /** Stored checkpoint of a projection (0 when it never ran). */
   checkpoint(name: string): Promise<number>;
   /**

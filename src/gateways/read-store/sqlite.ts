@@ -11,10 +11,10 @@
 import type Database from 'better-sqlite3';
 import { RowBatch, openSqlite } from '../sqlite.js';
 import { canRunThreads } from '../sqlite-thread.js';
-import type { Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
+import type { CommitOptions, Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
 import { ReadStoreWrites, TOMBSTONE_KEEP_MS, type RowWrite } from './sqlite-writes.js';
 import { ReadWriterThread, readWriterModule } from './sqlite-writer.js';
-import { PendingWrites, jsonLater, type HeldRow } from './pending-writes.js';
+import { PendingWrites, WAIT, heldVersioned, jsonLater, readHeld, type HeldRow } from './pending-writes.js';
 
 export { TOMBSTONE_KEEP_MS };
 
@@ -108,6 +108,8 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
+    const held = this.fromHeld(collection, id);
+    if (held !== undefined && held !== WAIT) return held.data === null ? null : (JSON.parse(held.data) as T);
     await this.settle((p) => p.holdsDocument(collection, id));
     const row = this.stmts.get.get(collection, id, this.clock());
     return row ? (JSON.parse(row.data) as T) : null;
@@ -122,12 +124,24 @@ export class SqliteReadStore implements ReadStore {
 
   /** With the position a projector stored it at (0: none); a tombstone or an expired document is null. */
   async getVersioned<T extends Doc = Doc>(collection: string, id: string): Promise<Versioned<T>> {
+    const held = this.fromHeld(collection, id);
+    if (held !== undefined && held !== WAIT) return heldVersioned<T>(held);
     await this.settle((p) => p.holdsDocument(collection, id));
     return this.versioned<T>(this.stmts.versioned.get(collection, id));
   }
 
   async getVersionedMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<Versioned<T>[]> {
     if (ids.length === 0) return [];
+    const held = this.coalesceMs > 0 && this.pending.holdsAnyOf(collection, ids) ? ids.map((id) => this.fromHeld(collection, id)) : null;
+    if (held && !held.includes(WAIT)) {
+      // The held ones from what is held, the others from the file.
+      const others = ids.filter((_, i) => held[i] === undefined);
+      const rows = new Map(others.length === 0 ? [] : this.stmts.versionedMany.all(collection, JSON.stringify(others)).map((r) => [r.id, r]));
+      return ids.map((id, i) => {
+        const h = held[i];
+        return h !== undefined && h !== WAIT ? heldVersioned<T>(h) : this.versioned<T>(rows.get(id));
+      });
+    }
     await this.settle((p) => p.holdsAnyOf(collection, ids));
     if (ids.length === 1) return [this.versioned<T>(this.stmts.versioned.get(collection, ids[0]!))];
     const rows = new Map(this.stmts.versionedMany.all(collection, JSON.stringify(ids)).map((r) => [r.id, r]));
@@ -171,8 +185,15 @@ export class SqliteReadStore implements ReadStore {
     return (stmt.all(...args) as { data: string }[]).map((r) => JSON.parse(r.data) as T);
   }
 
-  async commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void> {
+  async commit(writes: DocWrite[], checkpoints: Record<string, number>, options: CommitOptions = {}): Promise<void> {
     if (this.coalesceMs <= 0) return this.storeRows(writes.map(rowNow), JSON.stringify(checkpoints));
+    if (options.now) {
+      // One transaction of its own, after any held write of the same documents or checkpoints.
+      const rows = writes.map(rowNow);
+      const names = Object.keys(checkpoints);
+      await this.settle((p) => rows.some((r) => p.holdsDocument(r.collection, r.id)) || (names.length > 0 && p.holdsCheckpoint(names)));
+      return this.storeRows(rows, JSON.stringify(checkpoints));
+    }
     // JSON first (or, for a frozen plain document, a check that its JSON cannot fail later): a
     // document that cannot be stored fails its commit, and nothing of it is kept.
     const rows: HeldRow[] = writes.map((w) =>
@@ -212,6 +233,12 @@ export class SqliteReadStore implements ReadStore {
       if (this.storing) await this.storing.done;
       else await this.storePending();
     }
+  }
+
+  /** A document's held write as a read would find it once stored (pending-writes.ts readHeld). */
+  private fromHeld(collection: string, id: string): RowWrite | typeof WAIT | undefined {
+    if (this.coalesceMs <= 0) return undefined;
+    return readHeld(this.pending, this.storing?.writes ?? null, collection, id, () => this.stmts.versioned.get(collection, id)?.position);
   }
 
   /** Waits for the held writes to be stored when a read or direct write touches one of them. */

@@ -26,7 +26,8 @@ export function sipAccounts(ctx: Context): SipAccounts {
     },
     async saveBinding(user, binding) {
       const doc: BindingDoc | null = binding ? { user: binding.user, contact: binding.contact, flow: binding.flow ? { ...binding.flow } : null, expiresAt: binding.expiresAt } : null;
-      await ctx.reads.commit([{ collection: SIP_BINDINGS, id: user, doc }], {});
+      // Stored before the REGISTER is answered 200: a worker killed right after keeps the binding.
+      await ctx.reads.commit([{ collection: SIP_BINDINGS, id: user, doc }], {}, { now: true });
     },
     async locate(number) {
       for (const a of await ctx.reads.find<AgentDoc>('agents', { exists: true, number })) {
@@ -45,9 +46,13 @@ export const SIP_DIALOGS = 'sip-dialogs';
 export function sipDialogs(ctx: Context): DialogStore {
   return {
     async save(entries) {
-      // put and delete, not commit: a commit may be held back a few milliseconds (the read store's
-      // coalescing) and lost with a killed worker, the very case these are kept for.
-      await Promise.all(entries.map(([legId, kept]) => (kept ? ctx.reads.put(SIP_DIALOGS, legId, { legId, ...kept }) : ctx.reads.delete(SIP_DIALOGS, legId))));
+      // Stored at once (not held back by the read store's coalescing, and so not lost with a killed
+      // worker, the very case these are kept for), a turn's entries in one transaction.
+      await ctx.reads.commit(
+        entries.map(([legId, kept]) => ({ collection: SIP_DIALOGS, id: legId, doc: kept ? { legId, ...kept } : null })),
+        {},
+        { now: true },
+      );
     },
     async all() {
       return (await ctx.reads.find<{ legId: string } & KeptDialog & Record<string, unknown>>(SIP_DIALOGS)).map(({ legId, dialog, branch }) => [legId, branch ? { dialog, branch } : { dialog }]);

@@ -2,7 +2,7 @@
  * Dialogs (RFC 3261 section 12): what a leg's requests carry once it is established, and where
  * they go (its route set, else its remote target).
  */
-import { randomBytes } from 'node:crypto';
+import { randomBase64url } from './random-ids.js';
 import { header, headerValues, parseNameAddr, parseUri, tagOf, type SipRequest, type SipResponse } from './message.js';
 import type { Peer, TransportName } from './transport.js';
 
@@ -24,7 +24,7 @@ export interface Dialog {
   sticky: boolean;
 }
 
-export const newCallId = (host: string) => `${randomBytes(12).toString('base64url')}@${host}`;
+export const newCallId = (host: string) => `${randomBase64url(12)}@${host}`;
 
 export const dialogKey = (sipCallId: string, localTag: string) => `${sipCallId}|${localTag}`;
 

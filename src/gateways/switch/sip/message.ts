@@ -48,7 +48,17 @@ export const headerName = (raw: string): string => {
   return COMPACT[n] ?? n;
 };
 
-const canonical = (name: string): string => CANONICAL[name] ?? name.replace(/(^|-)([a-z])/g, (_, d: string, c: string) => d + c.toUpperCase());
+/** Names already made canonical: a few dozen in practice, bounded so a peer's odd names cannot grow it. */
+const canonicalMade = new Map<string, string>();
+const MAX_CANONICAL_MADE = 256;
+
+const canonical = (name: string): string => {
+  const known = Object.hasOwn(CANONICAL, name) ? CANONICAL[name] : canonicalMade.get(name);
+  if (known !== undefined) return known;
+  const made = name.replace(/(^|-)([a-z])/g, (_, d: string, c: string) => d + c.toUpperCase());
+  if (canonicalMade.size < MAX_CANONICAL_MADE) canonicalMade.set(name, made);
+  return made;
+};
 
 /** The first value of a header (comma-separated values of a list header are not split here). */
 export function header(m: SipMessage, name: string): string | undefined {
@@ -164,7 +174,8 @@ export function serialize(m: SipMessage): Buffer {
   const lines = [start];
   for (const [n, v] of m.headers) if (n !== 'content-length') lines.push(`${canonical(n)}: ${v}`);
   lines.push(`Content-Length: ${body.length}`, '', '');
-  return Buffer.concat([Buffer.from(lines.join('\r\n'), 'utf8'), body]);
+  const head = lines.join('\r\n');
+  return body.length === 0 ? Buffer.from(head, 'utf8') : Buffer.concat([Buffer.from(head, 'utf8'), body]);
 }
 
 // --- header values ------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
  * its ACK arrives (the UAS core's duty, RFC 3261 13.3.1.4; kept with the transaction as RFC 6026's
  * Accepted state does), and a retransmitted 2xx is handed to `onStray2xx` so the dialog re-ACKs it.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBase64url, randomHex } from './random-ids.js';
 import { header, headerValues, parseCSeq, parseNameAddr, parseVia, type SipMessage, type SipRequest, type SipResponse } from './message.js';
 import type { Peer } from './transport.js';
 
@@ -51,8 +51,8 @@ export interface Sender {
   readonly sentBy: string;
 }
 
-export const newBranch = () => `z9hG4bK${randomBytes(9).toString('base64url')}`;
-export const newTag = () => randomBytes(6).toString('hex');
+export const newBranch = () => `z9hG4bK${randomBase64url(9)}`;
+export const newTag = () => randomHex(6);
 
 const branchOf = (m: SipMessage) => parseVia(headerValues(m, 'via')[0] ?? '')?.params.get('branch') ?? '';
 const cseqOf = (m: SipMessage) => parseCSeq(header(m, 'cseq') ?? '')!;
