@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { PerformanceObserver, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
@@ -22,6 +22,7 @@ import type { SipMessage } from '../src/gateways/switch/sip/message.js';
 import type { Peer } from '../src/gateways/switch/sip/transport.js';
 import type { SipClientOptions, SipClientOrder, SipClientReport } from './sip-client.js';
 import { storeStats, threadCpuMs } from './webhooks.js';
+import type { CheckpointStats, WalCheckpointer } from '../src/gateways/wal-checkpointer.js';
 
 export interface SipStep {
   rate: number;
@@ -34,6 +35,15 @@ export interface SipStep {
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 const now = () => performance.timeOrigin + performance.now();
+
+/** The log's and read.db's checkpoint threads' counts, summed (zeros where the stores have none). */
+async function checkpointStats(platform: { ctx: { events: object; reads: object } }): Promise<CheckpointStats> {
+  const of = (o: object | undefined) => (o as { checkpointer?: WalCheckpointer | null } | undefined)?.checkpointer ?? null;
+  const all = await Promise.all([of(platform.ctx.events), of((platform.ctx.reads as { inner?: object }).inner)].map((c) => c?.stats()));
+  const sum: CheckpointStats = { checkpoints: 0, totalMs: 0, maxMs: 0, frames: 0 };
+  for (const s of all) if (s) (sum.checkpoints += s.checkpoints), (sum.totalMs += s.totalMs), (sum.maxMs = Math.max(sum.maxMs, s.maxMs)), (sum.frames += s.frames);
+  return sum;
+}
 
 async function freePort(): Promise<number> {
   for (;;) {
@@ -143,6 +153,11 @@ export async function benchSip(options: { rates?: number[]; seconds?: number } =
       const total = Math.round(rate * secs);
       const loopDelay = monitorEventLoopDelay({ resolution: 5 });
       loopDelay.enable();
+      // GC pauses on this thread during the step, and the WAL checkpoints off it (wal-checkpointer.ts).
+      const gc: number[] = [];
+      const gcWatch = new PerformanceObserver((list) => void gc.push(...list.getEntries().map((e) => e.duration)));
+      gcWatch.observe({ entryTypes: ['gc'] });
+      const ckpt0 = await checkpointStats(platform);
       const placed: Array<{ number: string; at: number; answered: number; id: string | null }> = [];
       const first = seq + 1;
       seq += total;
@@ -166,6 +181,8 @@ export async function benchSip(options: { rates?: number[]; seconds?: number } =
       const deadline = now() + 15_000;
       while (now() < deadline && !ids.every((id) => id !== null && ended.has(id))) await new Promise((r) => setTimeout(r, 20));
       loopDelay.disable();
+      gcWatch.disconnect();
+      const ckpt = await checkpointStats(platform);
       const cpu = process.cpuUsage(cpu0);
       const threadMs = threadCpuMs() - thread0;
       const sippMs = pidCpuMs(trunk.pid) - sipp0;
@@ -184,6 +201,8 @@ export async function benchSip(options: { rates?: number[]; seconds?: number } =
         console.error(
           `sip breakdown at ${rate} calls/s: CPU a call: the platform's thread ${(threadMs / total).toFixed(2)} ms, this process (all threads, the HTTP client's included) ${((cpu.user + cpu.system) / 1000 / total).toFixed(2)} ms, SIPp ${(sippMs / total).toFixed(2)} ms; ` +
             `events ${((store1.appends - store0.appends) / total).toFixed(1)} a call in ${((store1.commits - store0.commits) / total).toFixed(2)} commits, read store transactions ${((readTx.n - readTx0) / total).toFixed(2)} a call; event loop utilisation ${elu.utilization.toFixed(2)}; event loop delay p50 ${ms(loopDelay.percentile(50))} p99 ${ms(loopDelay.percentile(99))} max ${ms(loopDelay.max)}; ` +
+            `GC pauses ${gc.length}, ${gc.reduce((a, b) => a + b, 0).toFixed(0)} ms in all, max ${Math.max(0, ...gc).toFixed(1)} ms; ` +
+            `WAL checkpoints off the loop ${ckpt.checkpoints - ckpt0.checkpoints}, ${(ckpt.totalMs - ckpt0.totalMs).toFixed(0)} ms in all, max ${ckpt.maxMs.toFixed(1)} ms (since start); ` +
             `CallStarted read ${seg((p) => (startedSeen.get(p.id ?? '') ?? NaN) - p.at)}; INVITE sent ${seg((p) => (inviteAt.get(p.number) ?? NaN) - p.at)}; POST answered ${seg((p) => p.answered - p.at)}`,
         );
       }

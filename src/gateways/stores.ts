@@ -9,6 +9,7 @@ import type { EventStore } from './event-store/port.js';
 import type { ReadStore } from './read-store/port.js';
 import { SqliteEventStore } from './event-store/sqlite.js';
 import { writerThreadModule } from './event-store/sqlite-writer.js';
+import { checkpointerThreadModule } from './wal-checkpointer.js';
 import { canRunThreads } from './sqlite-thread.js';
 import { KurrentDbEventStore } from './event-store/kurrentdb.js';
 import { PostgresEventStore } from './event-store/postgres.js';
@@ -28,7 +29,11 @@ export async function openEventStore(config: Config, now: () => number, logger?:
     return PostgresEventStore.open(config.databaseUrl, { clock: now, log: (level, message, details) => logger?.[level](details ?? {}, message) });
   }
   const file = path.join(config.dataDir, 'events.db');
-  return new SqliteEventStore(file, now, { writerThread: config.embeddedThreads && canRunThreads(file) ? writerThreadModule : null });
+  const threads = canRunThreads(file);
+  return new SqliteEventStore(file, now, {
+    writerThread: config.embeddedThreads && threads ? writerThreadModule : null,
+    checkpointThread: threads ? checkpointerThreadModule : null,
+  });
 }
 
 /**
@@ -42,6 +47,11 @@ export const READ_STORE_COALESCE_MS = 20;
 export async function openReadStore(config: Config, now: () => number): Promise<ReadStore> {
   if (config.mongodbUrl) return MongoReadStore.open(config.mongodbUrl, { clock: now });
   if (config.databaseUrl) return PostgresReadStore.open(config.databaseUrl, { clock: now });
-  return new SqliteReadStore(path.join(config.dataDir, 'read.db'), now, { writerThread: config.embeddedThreads, coalesceMs: READ_STORE_COALESCE_MS });
+  const file = path.join(config.dataDir, 'read.db');
+  return new SqliteReadStore(file, now, {
+    writerThread: config.embeddedThreads,
+    coalesceMs: READ_STORE_COALESCE_MS,
+    checkpointThread: canRunThreads(file) ? checkpointerThreadModule : null,
+  });
 }
 

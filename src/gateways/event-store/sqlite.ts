@@ -14,6 +14,7 @@
  */
 import type Database from 'better-sqlite3';
 import { WalSync, openSqlite } from '../sqlite.js';
+import { WalCheckpointer } from '../wal-checkpointer.js';
 import { EventEmitter } from 'node:events';
 import {
   type AppendOptions,
@@ -73,12 +74,12 @@ export class SqliteEventStore implements EventStore {
   /**
    * `file` may be ':memory:' for tests. `writerThread`: the module the writer thread runs
    * (`writerThreadModule` of the built code; tests point it at a build's); by default, or null, the
-   * group commits on this thread.
+   * group commits on this thread, and then `checkpointThread` checkpoints its WAL (wal-checkpointer.ts).
    */
   constructor(
     file: string,
     private readonly clock: () => number = Date.now,
-    options: { writerThread?: URL | null } = {},
+    options: { writerThread?: URL | null; checkpointThread?: URL | null } = {},
   ) {
     // NORMAL plus WalSync before answering: an acknowledged append survives power loss / kill -9.
     this.db = openSqlite(file, 'NORMAL');
@@ -103,7 +104,11 @@ export class SqliteEventStore implements EventStore {
     const threadModule = options.writerThread ?? null;
     if (threadModule && file !== ':memory:') this.thread = new WriterThread(file, threadModule);
     else this.writer = new GroupWriter(this.db);
+    this.checkpointer = this.writer && WalCheckpointer.start(this.db, options.checkpointThread);
   }
+
+  /** With `checkpointThread`: the thread checkpointing the WAL. */
+  readonly checkpointer: WalCheckpointer | null;
 
   /** Commits, the appends they carried and the WAL syncs (fsyncs) they took: what group commit saves. */
   get stats(): { commits: number; appends: number; syncs: number; decoded: number } {
@@ -383,6 +388,7 @@ export class SqliteEventStore implements EventStore {
     await this.syncing;
     await this.thread?.close();
     await this.wal.close();
+    await this.checkpointer?.close();
     this.emitter.emit('appended', this.head);
     this.db.close();
   }

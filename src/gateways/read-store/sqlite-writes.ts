@@ -4,6 +4,7 @@
  * in the built code, sqlite-writer.ts). Documents arrive as JSON text, the time as the caller's clock.
  */
 import type Database from 'better-sqlite3';
+import type { Scalar } from './port.js';
 
 /** A document write as stored: `data` null deletes (with a position: leaves a tombstone). */
 export interface RowWrite {
@@ -74,4 +75,15 @@ export class ReadStoreWrites {
   purge(now: number): void {
     this.stmts.purge.run(now - TOMBSTONE_KEEP_MS);
   }
+}
+
+/** How a field's value is matched: booleans and numbers by their JSON type. */
+export function kindOf(v: Scalar): 'boolean' | 'number' | 'other' {
+  return typeof v === 'boolean' ? 'boolean' : typeof v === 'number' ? 'number' : 'other';
+}
+
+/** A boolean is matched by its JSON type name ('true' / 'false'). */
+export function toSql(v: Scalar): string | number | null {
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  return v;
 }

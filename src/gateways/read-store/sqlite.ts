@@ -10,9 +10,10 @@
  */
 import type Database from 'better-sqlite3';
 import { RowBatch, openSqlite } from '../sqlite.js';
+import { WalCheckpointer } from '../wal-checkpointer.js';
 import { canRunThreads } from '../sqlite-thread.js';
 import type { CommitOptions, Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
-import { ReadStoreWrites, TOMBSTONE_KEEP_MS, type RowWrite } from './sqlite-writes.js';
+import { ReadStoreWrites, TOMBSTONE_KEEP_MS, kindOf, toSql, type RowWrite } from './sqlite-writes.js';
 import { ReadWriterThread, readWriterModule } from './sqlite-writer.js';
 import { PendingWrites, WAIT, heldVersioned, jsonLater, readHeld, type HeldRow } from './pending-writes.js';
 
@@ -40,6 +41,7 @@ export class SqliteReadStore implements ReadStore {
   /** Writes on this thread's connection, or (`writerThread`) on the store's writer thread. */
   private readonly writes: ReadStoreWrites;
   private readonly thread: ReadWriterThread | null = null;
+  readonly checkpointer: WalCheckpointer | null = null;
   /** With `coalesceMs`: commits not stored yet (see pending-writes.ts). */
   private pending = new PendingWrites();
   /** On the writer thread: the pending writes being stored. */
@@ -64,7 +66,7 @@ export class SqliteReadStore implements ReadStore {
   constructor(
     file: string,
     private readonly clock: () => number = Date.now,
-    options: { writerThread?: boolean | URL; coalesceMs?: number } = {},
+    options: { writerThread?: boolean | URL; coalesceMs?: number; checkpointThread?: URL | null } = {},
   ) {
     this.coalesceMs = options.coalesceMs ?? 0;
     // NORMAL is enough: documents and checkpoint commit together, and the log can replay them.
@@ -105,6 +107,8 @@ export class SqliteReadStore implements ReadStore {
     this.purge();
     const module = options.writerThread instanceof URL ? options.writerThread : options.writerThread && canRunThreads(file) ? readWriterModule : null;
     if (module && file !== ':memory:') this.thread = new ReadWriterThread(file, module);
+    // Writes on this thread: their WAL checkpoints on a thread (wal-checkpointer.ts) where one is given.
+    else this.checkpointer = WalCheckpointer.start(this.db, options.checkpointThread);
   }
 
   async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
@@ -383,17 +387,8 @@ export class SqliteReadStore implements ReadStore {
     } finally {
       // The writes already made are answered first (the thread answers in order).
       await this.thread?.close();
+      await this.checkpointer?.close();
       if (this.db.open) this.db.close();
     }
   }
-}
-
-function kindOf(v: Scalar): 'boolean' | 'number' | 'other' {
-  return typeof v === 'boolean' ? 'boolean' : typeof v === 'number' ? 'number' : 'other';
-}
-
-/** A boolean is matched by its JSON type name ('true' / 'false'). */
-function toSql(v: Scalar): string | number | null {
-  if (typeof v === 'boolean') return v ? 'true' : 'false';
-  return v;
 }
