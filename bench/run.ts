@@ -329,7 +329,9 @@ const suites: Suite[] = [
     // Complete calls over SIP with SIPp as the carrier (issue 31); BENCH_SIP_RATES, BENCH_SIP_SECONDS.
     name: 'sip',
     run: async () => {
-      const rates = envList('BENCH_SIP_RATES', [50, 100, 200, 300, 400]);
+      // 200 twice: the target is a sustained rate, and the first step at a new rate also carries the
+      // climb to it (connections opened, the young generation grown); both steps are reported.
+      const rates = envList('BENCH_SIP_RATES', [50, 100, 200, 200, 300, 400]);
       const { steps, best } = await benchSip({ rates, seconds: envInt('BENCH_SIP_SECONDS', 3) });
       const rows = steps.map((r) => [`${fmt(r.rate)} calls/s offered`, fmt(r.calls), fmt(r.failed), f1(r.callsPerSecond), f1(r.pddP50), f1(r.pddP99)]);
       const last = steps.at(-1)!;
@@ -337,7 +339,7 @@ const suites: Suite[] = [
       const beyond = last.failed > 0 ? `; at ${fmt(last.rate)} calls/s offered ${fmt(last.failed)} of ${fmt(last.calls)} failed` : '; no offered rate failed';
       // The issue's target is at 200 calls/s: that step's own figures, whatever step was best.
       const at200 = steps.filter((s) => s.rate === 200);
-      const targetLine = at200.map((s) => `sip at 200 calls/s offered: ${f1(s.callsPerSecond)} calls/s, post-dial delay p50 ${f1(s.pddP50)} ms p99 ${f1(s.pddP99)} ms, ${s.failed} failed (target: no failed call, p99 <= 50 ms)`).join('\n  ');
+      const targetLine = at200.map((s, i) => `sip at 200 calls/s offered${at200.length > 1 ? (i === 0 ? ' (first step)' : ' (held)') : ''}: ${f1(s.callsPerSecond)} calls/s, post-dial delay p50 ${f1(s.pddP50)} ms p99 ${f1(s.pddP99)} ms, ${s.failed} failed (target: no failed call, p99 <= 50 ms)`).join('\n  ');
       return `${table([['complete calls over SIP (SIPp as the carrier)', 'calls', 'failed', 'calls/s', 'PDD p50 ms', 'PDD p99 ms'], ...rows])}\n  POST /calls -> INVITE at the trunk -> answered -> bridged (re-INVITEs) -> hangup -> webhook record; rate raised until a call fails${beyond}; calls/s: calls completed over the time from the first POST to the last call's end; PDD: each step's calls, POST sent to the customer's INVITE sent\n  ${line} (the best step)${targetLine ? `\n  ${targetLine}` : ''}\n`;
     },
   },
