@@ -18,6 +18,7 @@
  * its collection: equality fields, then the sort field, then the id. Scalars are compared as jsonb,
  * so a number never equals its digit string and `true` never equals 1; ids sort bytewise (COLLATE "C").
  */
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
 import { FIND_SHAPES, type FindShape } from './mongodb-indexes.js';
@@ -66,19 +67,45 @@ function literal(collection: string): string {
   return `'${collection}'`;
 }
 
+/**
+ * The fields each collection's finds compare or sort on, and the stored generated column that holds
+ * just those fields of each document (`keys_<hash of its expression>`): the finds' indexes are on it,
+ * not on `doc`, so writing a document whose indexed fields stay the same (an agent's break toggle) is
+ * a HOT update: no index entry is added, none of the indexes' jsonb keys is compared. A field missing
+ * from the document is missing from it too, so `keys->'f'` is `doc->'f'` for every document.
+ */
+export function findKeys(shapes: FindShape[]): { fields: Map<string, Set<string>>; column: string; expression: string } {
+  const fields = new Map<string, Set<string>>();
+  for (const shape of shapes) {
+    literal(shape.collection);
+    const set = fields.get(shape.collection) ?? new Set<string>();
+    for (const f of [...shape.equal, ...(shape.sort ? [shape.sort[0]] : [])]) set.add(field(f));
+    fields.set(shape.collection, set);
+  }
+  // Built of immutable functions only (a generated column's rule): jsonb_set is strict, so a missing field adds nothing.
+  const pick = (f: string) => `coalesce(jsonb_set('{}'::jsonb, '{${f}}', doc->'${f}'), '{}'::jsonb)`;
+  const cases = [...fields]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([c, fs]) => `WHEN ${literal(c)} THEN ${[...fs].sort().map(pick).join(' || ')}`);
+  const expression = cases.length ? `CASE collection ${cases.join(' ')} END` : 'NULL::jsonb';
+  return { fields, column: `keys_${createHash('sha256').update(expression).digest('hex').slice(0, 8)}`, expression };
+}
+
 function ddl(s: string, shapes: FindShape[]): string {
+  const keys = findKeys(shapes);
   const indexes = new Map<string, string>();
   for (const shape of shapes) {
-    const cols = shape.equal.map((f) => `(doc->'${field(f)}')`);
+    const cols = shape.equal.map((f) => `(${keys.column}->'${field(f)}')`);
     if (shape.sort && !shape.equal.includes(shape.sort[0])) {
-      cols.push(`(doc->'${field(shape.sort[0])}') ${shape.sort[1] === 1 ? 'ASC NULLS FIRST' : 'DESC NULLS LAST'}`);
+      cols.push(`(${keys.column}->'${field(shape.sort[0])}') ${shape.sort[1] === 1 ? 'ASC NULLS FIRST' : 'DESC NULLS LAST'}`);
     }
     cols.push('id');
-    const name = `docs_${shape.collection.replace(/[^a-z0-9]/gi, '_')}_${[...shape.equal, ...(shape.sort ? [`${shape.sort[0]}${shape.sort[1] === 1 ? '' : '_desc'}`] : [])].join('_')}`
+    const name = `dk_${shape.collection.replace(/[^a-z0-9]/gi, '_')}_${[...shape.equal, ...(shape.sort ? [`${shape.sort[0]}${shape.sort[1] === 1 ? '' : '_desc'}`] : [])].join('_')}`
       .toLowerCase()
       .slice(0, 63);
     indexes.set(name, `CREATE INDEX IF NOT EXISTS ${name} ON ${s}.docs (${cols.join(', ')}) WHERE collection = ${literal(shape.collection)}`);
   }
+  const kept = ['docs_pkey', 'docs_expiry', ...indexes.keys()].map((n) => `'${n}'`).join(', ');
   return `
 CREATE TABLE IF NOT EXISTS ${s}.docs (
   collection text COLLATE "C" NOT NULL,
@@ -90,6 +117,20 @@ CREATE TABLE IF NOT EXISTS ${s}.docs (
 );
 CREATE INDEX IF NOT EXISTS docs_expiry ON ${s}.docs (expires_at) WHERE expires_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS ${s}.checkpoints (name text COLLATE "C" PRIMARY KEY, position bigint NOT NULL);
+ALTER TABLE ${s}.docs ADD COLUMN IF NOT EXISTS ${keys.column} jsonb GENERATED ALWAYS AS (${keys.expression}) STORED;
+-- What finds no longer use: the key columns of other shapes (their indexes go with them), and the
+-- indexes on doc an older version made (any of them would make every document write add index entries).
+DO $do$
+DECLARE r record;
+BEGIN
+  FOR r IN SELECT attname FROM pg_attribute WHERE attrelid = '${s}.docs'::regclass AND left(attname, 5) = 'keys_' AND attname <> '${keys.column}' AND NOT attisdropped LOOP
+    EXECUTE format('ALTER TABLE ${s}.docs DROP COLUMN %I', r.attname);
+  END LOOP;
+  FOR r IN SELECT indexname FROM pg_indexes WHERE schemaname = '${s}' AND tablename = 'docs' AND indexname NOT IN (${kept}) LOOP
+    EXECUTE format('DROP INDEX ${s}.%I', r.indexname);
+  END LOOP;
+END
+$do$;
 ${[...indexes.values()].join(';\n')};
 `;
 }
@@ -114,6 +155,8 @@ export class PostgresReadStore implements ReadStore {
     private readonly schema: string,
     private readonly clock: () => number,
     private readonly coalesceMs: number,
+    /** The finds' key column and the fields it holds per collection (see findKeys). */
+    private readonly keys: ReturnType<typeof findKeys>,
   ) {
     const s = schema;
     this.sql = {
@@ -154,13 +197,14 @@ export class PostgresReadStore implements ReadStore {
     // and a server crash that loses the last ones moves the checkpoints back with them: the projector applies
     // those events again from the log (as the embedded read store's synchronous=NORMAL). The event log waits.
     const pool = openPool(url, options.max ?? 6, { synchronous_commit: 'off' });
+    const shapes = options.shapes ?? FIND_SHAPES;
     try {
-      await migrate(pool, schema, ddl(schema, options.shapes ?? FIND_SHAPES));
+      await migrate(pool, schema, ddl(schema, shapes));
     } catch (err) {
       await pool.end().catch(() => {});
       throw err;
     }
-    return new PostgresReadStore(pool, schema, options.clock ?? Date.now, options.coalesceMs ?? 0);
+    return new PostgresReadStore(pool, schema, options.clock ?? Date.now, options.coalesceMs ?? 0, findKeys(shapes));
   }
 
   /** A query; with `deadline` (lookups on a request's path) gives up after ANSWER_MS: the server is unreachable. */
@@ -203,8 +247,11 @@ export class PostgresReadStore implements ReadStore {
     if (!text) {
       const values: string[] = [];
       // A null matches JSON null and a missing field, as the other adapters do.
-      const conds = fields.map((f, i) => (nulls[i] ? `coalesce(doc->'${field(f)}', 'null') = 'null'` : `doc->'${field(f)}' = $${values.push(f) + 1}::jsonb`));
-      const by = order ? `(doc->'${field(order.field)}') ${order.direction === 'desc' ? 'DESC NULLS LAST' : 'ASC NULLS FIRST'}, id` : 'id';
+      // A field the collection's finds index is read from the key column (the same value: see findKeys), where the indexes are.
+      const keyed = this.keys.fields.get(collection);
+      const of = (f: string) => `${keyed?.has(f) ? this.keys.column : 'doc'}->'${field(f)}'`;
+      const conds = fields.map((f, i) => (nulls[i] ? `coalesce(${of(f)}, 'null') = 'null'` : `${of(f)} = $${values.push(f) + 1}::jsonb`));
+      const by = order ? `(${of(order.field)}) ${order.direction === 'desc' ? 'DESC NULLS LAST' : 'ASC NULLS FIRST'}, id` : 'id';
       text =
         `SELECT doc FROM ${this.schema}.docs WHERE collection = ${literal(collection)} AND (expires_at IS NULL OR expires_at > $1)` +
         conds.map((c) => ` AND ${c}`).join('') +
