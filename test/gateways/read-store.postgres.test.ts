@@ -3,7 +3,8 @@
  * its own, dropped after), hot read models over it, and what is PostgreSQL's own: the finds' indexes.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { PostgresReadStore, findKeys } from '../../src/gateways/read-store/postgres.js';
+import { PostgresReadStore } from '../../src/gateways/read-store/postgres.js';
+import { findKeys } from '../../src/gateways/read-store/postgres-docs.js';
 import { FIND_SHAPES } from '../../src/gateways/read-store/mongodb-indexes.js';
 import { HotReadStore } from '../../src/gateways/read-store/hot.js';
 import type { ReadStore } from '../../src/gateways/read-store/port.js';
