@@ -7,7 +7,7 @@
 import type { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent } from '../gateways/event-store/port.js';
 import { RETRY, conflictToRetry, pause, retryOnConflict } from './retry.js';
 import type { DomainEvent } from '../domain/events.js';
-import { aggregateCache, type Folder, type Lane, type Loaded } from './aggregate-cache.js';
+import { aggregateCache, instant, type Checked, type Folder, type Lane, type Loaded } from './aggregate-cache.js';
 
 export type { DomainEvent };
 export { RETRY };
@@ -109,6 +109,7 @@ export async function handleStreams<T>(
       return { value, states: loaded.map((l) => l.state), results: [], position: Math.max(0, ...loaded.map((l) => l.position)) };
     }
     const indexOf = (streamId: string) => reads.findIndex((r) => r.streamId === streamId);
+    const askedAt = instant();
     const results = await store.appendToStreams(
       writes.map((w) => {
         const i = indexOf(w.streamId);
@@ -130,7 +131,7 @@ export async function handleStreams<T>(
       let s = loaded[i]!.state;
       for (const e of w.events) s = read.decider.evolve(s, { type: e.type, data: e.data });
       states[i] = s;
-      cache.remember(w.streamId, read.decider, { state: s, revision: r.nextExpectedRevision, position: r.position });
+      cache.remember(w.streamId, read.decider, { state: s, revision: r.nextExpectedRevision, position: r.position }, askedAt);
     });
     return { value, states, results, position: Math.max(...results.map((r) => r.position)) };
   }, options);
@@ -171,9 +172,12 @@ async function runCommand<C, S, E extends DomainEvent>(
   let handed = lane.previous && (await lane.previous.committed);
   // First on the cached state without a read: a command that appends is checked by its expected
   // revision anyway. Only an answer without events (a refusal, nothing to do) is checked against the
-  // store first, since no append would tell that the cache was behind (another process wrote).
-  const first = handed ?? cache.peek(streamId, decider);
-  let next: { loaded: Loaded<S>; checked: boolean } | undefined = first && { loaded: first, checked: false };
+  // store first, since no append would tell that the cache was behind (another process wrote), unless
+  // the store was seen holding that state after this command came (a read or an append of a command
+  // before it in the lane): then it reflects every write acknowledged before, and a busy stream's
+  // commands that change nothing each answer without a round trip of their own.
+  const cached = (now: Checked<S> | undefined) => now && { loaded: now, checked: now.checkedAt > lane.since };
+  let next: { loaded: Loaded<S>; checked: boolean } | undefined = handed ? { loaded: handed, checked: false } : cached(cache.peek(streamId, decider));
   for (let attempt = 1; ; attempt++) {
     if (!next) await pause(RETRY.pauseMs(attempt));
     const { loaded, checked } = next ?? { loaded: await cache.load(streamId, decider, toDomain<E>), checked: true };
@@ -185,8 +189,7 @@ async function runCommand<C, S, E extends DomainEvent>(
         // Decided on a state that is not durable yet: decide again once the predecessor has ended.
         await lane.previous!.settled;
         handed = undefined;
-        const now = cache.peek(streamId, decider);
-        next = now && { loaded: now, checked: false };
+        next = cached(cache.peek(streamId, decider));
         return true;
       }
       if (checked) return false;
@@ -209,6 +212,7 @@ async function runCommand<C, S, E extends DomainEvent>(
     let after = state;
     for (const e of events) after = decider.evolve(after, e);
     const expected = revision + events.length;
+    const askedAt = instant();
     try {
       const result = await store.appendToStream(streamId, events.map((e, i) => toNew(e, i, options)), {
         expectedRevision: expectedOf(revision),
@@ -220,7 +224,7 @@ async function runCommand<C, S, E extends DomainEvent>(
         const now = await cache.load(streamId, decider, toDomain<E>);
         return { events, state: now.state, revision: now.revision, position: result.position };
       }
-      cache.remember(streamId, decider, { state: after, revision: result.nextExpectedRevision, position: result.position });
+      cache.remember(streamId, decider, { state: after, revision: result.nextExpectedRevision, position: result.position }, askedAt);
       return { events, state: after, revision: result.nextExpectedRevision, position: result.position };
     } catch (err) {
       conflictToRetry(err, attempt, options);

@@ -201,6 +201,28 @@ describe('handleCommand: commands of one process on one stream take turns', () =
     expect(noop).toMatchObject({ events: [], state: { total: 2 }, revision: 0 });
   });
 
+  it('a burst of commands that change nothing, queued behind each other, asks the store once between them', async () => {
+    const d = counter();
+    await handleCommand(store, 'busy', d, { type: 'Add', by: 5 });
+    let reads = 0;
+    const spy = { readStream: (id: string, o?: { fromRevision?: number }) => (reads++, store.readStream(id, o)), appendToStream: store.appendToStream.bind(store) };
+    const burst = (by: number[]) => Promise.all(by.map((b) => handleCommand(spy as unknown as EventStore, 'busy', d, { type: 'Add', by: b })));
+    // 49 no-ops behind a change: the change's append, asked after they came, is what they answer on.
+    const first = await burst([1, ...Array.from({ length: 49 }, () => 0)]);
+    expect(first.map((r) => r.state.total)).toEqual(Array.from({ length: 50 }, () => 6));
+    expect(reads).toBeLessThanOrEqual(1);
+    // 50 no-ops at once: the first reads (it came after everything this process saw of the store), and
+    // so does the second (the first's read was asked as it came); that read, asked after the rest came, serves them.
+    const second = await burst(Array.from({ length: 50 }, () => 0));
+    expect(second.map((r) => r.state.total)).toEqual(Array.from({ length: 50 }, () => 6));
+    expect(reads).toBeLessThanOrEqual(3);
+    // One that comes after the last check reads again, and sees another process's append.
+    const other = new SqliteEventStore(path.join(dir, 'events.db'));
+    await other.appendToStream('busy', [{ type: 'Added', data: { by: 10, total: 16 } }]);
+    await other.close();
+    expect((await handleCommand(spy as unknown as EventStore, 'busy', d, { type: 'Add', by: 0 })).state.total).toBe(16);
+  });
+
   it('another writer in between still makes a turn decide again, on what that writer stored', async () => {
     const d = counter();
     await handleCommand(store, 'busy', d, { type: 'Add', by: 1 });
