@@ -7,6 +7,7 @@
 import type { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent } from '../gateways/event-store/port.js';
 import { RETRY, conflictToRetry, pause, retryOnConflict } from './retry.js';
 import type { DomainEvent } from '../domain/events.js';
+import { batchCommand } from './command-batch.js';
 import { aggregateCache, instant, type Checked, type Folder, type Lane, type Loaded } from './aggregate-cache.js';
 
 export type { DomainEvent };
@@ -139,15 +140,29 @@ export async function handleStreams<T>(
 
 /**
  * The command handler for one stream. Commands of this process on one stream take turns (see
- * AggregateCache.enter): each decides on the state the one before it committed, so they do not
- * conflict with each other; only another process's append makes one decide again.
+ * AggregateCache.enter), so they do not conflict with each other; only another process's append
+ * makes one decide again. The commands that queue while a turn runs are the next turn, decided and
+ * appended together (command-batch.ts); one with event ids or its own attempts takes a turn alone,
+ * deciding on the state the one before it committed.
  */
-export async function handleCommand<C, S, E extends DomainEvent>(
+export function handleCommand<C, S, E extends DomainEvent>(
   store: EventStore,
   streamId: string,
   decider: Decider<C, S, E>,
   command: C,
   options: HandleOptions<E> = {},
+): Promise<CommandResult<S, E>> {
+  const alone = (c: C, o: HandleOptions<E>) => handleAlone(store, streamId, decider, c, o);
+  if (options.eventId || options.maxAttempts !== undefined) return alone(command, options);
+  return batchCommand(store, streamId, decider, command, options, alone);
+}
+
+async function handleAlone<C, S, E extends DomainEvent>(
+  store: EventStore,
+  streamId: string,
+  decider: Decider<C, S, E>,
+  command: C,
+  options: HandleOptions<E>,
 ): Promise<CommandResult<S, E>> {
   const cache = aggregateCache(store);
   const lane = cache.enter(streamId, decider);

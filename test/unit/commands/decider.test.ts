@@ -201,6 +201,20 @@ describe('handleCommand: commands of one process on one stream take turns', () =
     expect(noop).toMatchObject({ events: [], state: { total: 2 }, revision: 0 });
   });
 
+  it('a burst on one stream takes two appends: the first command alone, then the fifty that queued behind it together', async () => {
+    const d = counter();
+    const appends: ExpectedRevision[] = [];
+    const spy = { readStream: store.readStream.bind(store), appendToStream: (id: string, e: NewEvent[], o: { expectedRevision?: ExpectedRevision } = {}) => (appends.push(o.expectedRevision ?? 'any'), store.appendToStream(id, e, o)) };
+    // Each command decides on the one before: a refusal (past 40) and no-ops among them answer in their place.
+    const commands: CounterCommand[] = Array.from({ length: 51 }, (_, i) => (i % 5 === 4 ? { type: 'Add', by: 0 } : { type: 'Add', by: 1, max: 40 }));
+    const results = await Promise.allSettled(commands.map((c) => handleCommand(spy as unknown as EventStore, 'busy', d, c)));
+    expect(appends).toEqual(['no_stream', 0]);
+    const totals = results.map((r) => (r.status === 'fulfilled' ? r.value.state.total : (r.reason as { code: string }).code));
+    let total = 0;
+    expect(totals).toEqual(commands.map((c) => (c.max !== undefined && total + c.by > c.max ? 'CONFLICT' : (total += c.by))));
+    expect((await store.readStream('busy')).map((e) => (e.data as { total: number }).total)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+  });
+
   it('a burst of commands that change nothing, queued behind each other, asks the store once between them', async () => {
     const d = counter();
     await handleCommand(store, 'busy', d, { type: 'Add', by: 5 });
