@@ -14,7 +14,8 @@
 import { WrongExpectedRevisionError, type EventStore, type NewEvent } from '../gateways/event-store/port.js';
 import { RETRY, conflictToRetry, pause } from './retry.js';
 import { aggregateCache, instant, type AggregateCache, type Loaded } from './aggregate-cache.js';
-import type { CommandResult, Decider, DomainEvent, HandleOptions } from './decider.js';
+import type { DomainEvent } from '../domain/events.js';
+import type { CommandResult, Decider, HandleOptions } from './command-types.js';
 
 /** Commands one turn decides at most (their events go in one append). */
 export const MAX_BATCH = 100;

@@ -8,24 +8,13 @@ import type { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEven
 import { RETRY, conflictToRetry, pause, retryOnConflict } from './retry.js';
 import type { DomainEvent } from '../domain/events.js';
 import { batchCommand } from './command-batch.js';
+import type { CommandResult, Decider, HandleOptions } from './command-types.js';
+
+export type { CommandResult, Decider, HandleOptions };
 import { aggregateCache, instant, type Checked, type Folder, type Lane, type Loaded } from './aggregate-cache.js';
 
 export type { DomainEvent };
 export { RETRY };
-
-export interface Decider<C, S, E extends DomainEvent> extends Folder<S, E> {
-  /** Events the command causes; throws an AppError when the state forbids it. */
-  decide: (command: C, state: S) => E[];
-}
-
-export interface CommandResult<S, E> {
-  events: E[];
-  state: S;
-  /** Revision of the stream's last event after the command. */
-  revision: number;
-  /** Global position of the last event (or the stream's last event when nothing was appended). */
-  position: number;
-}
 
 export function fold<S, E extends DomainEvent>(decider: Pick<Decider<unknown, S, E>, 'initialState' | 'evolve'>, events: Iterable<E>): S {
   let state = decider.initialState();
@@ -49,15 +38,6 @@ export async function loadAggregate<S, E extends DomainEvent>(
 ): Promise<{ state: S; expected: ExpectedRevision; revision: number; position: number }> {
   const l = await aggregateCache(store).load(streamId, decider, toDomain<E>);
   return { state: l.state, revision: l.revision, position: l.position, expected: expectedOf(l.revision) };
-}
-
-export interface HandleOptions<E> {
-  /** Attempts before giving up on repeated conflicts (then 503). */
-  maxAttempts?: number;
-  /** Metadata stored with each new event (correlation ids, the acting user). */
-  metadata?: Record<string, unknown>;
-  /** Gives new events deterministic ids so that a retried request appends nothing twice. */
-  eventId?: (event: E, index: number) => string | undefined;
 }
 
 /** A stream a command reads (and may append to). */
