@@ -69,14 +69,17 @@ export function batchCommand<C, S, E extends DomainEvent>(
           const batch = q.waiting.splice(0, MAX_BATCH) as Queued<C, S, E>[];
           q.since = instant(); // those left came before now
           const lane = cache.enter(streamId, decider);
+          let apart: Queued<C, S, E>[] = [];
           try {
             if (lane.previous) await lane.previous.settled;
-            await runTurn(store, cache, streamId, decider, batch, since, alone);
+            apart = await runTurn(store, cache, streamId, decider, batch, since);
           } catch (err) {
             for (const c of batch) c.reject(err);
           } finally {
             lane.settle();
           }
+          // Each in a turn of its own, after this one (entered now, before the next batch's).
+          for (const c of apart) alone(c.command, c.options).then(c.resolve, c.reject);
         }
       } finally {
         q.running = false;
@@ -89,7 +92,10 @@ export function batchCommand<C, S, E extends DomainEvent>(
 
 type Outcome<S, E> = { events: E[]; state: S; revision: number } | { err: unknown };
 
-/** One turn: decide every command of `batch` in order, append their events at once, answer each. */
+/**
+ * One turn: decide every command of `batch` in order, append their events at once, answer each.
+ * Returns the commands to run alone instead (their append failed for another reason than a conflict).
+ */
 async function runTurn<C, S, E extends DomainEvent>(
   store: EventStore,
   cache: AggregateCache,
@@ -97,8 +103,7 @@ async function runTurn<C, S, E extends DomainEvent>(
   decider: Decider<C, S, E>,
   batch: Queued<C, S, E>[],
   since: number,
-  alone: (command: C, options: HandleOptions<E>) => Promise<CommandResult<S, E>>,
-): Promise<void> {
+): Promise<Queued<C, S, E>[]> {
   const toDomain = (e: { type: string; data: unknown }) => ({ type: e.type, data: e.data }) as E;
   // First on the cached state without a read: an append is checked by its expected revision. A turn
   // that appends nothing is checked against the store first, unless the store was seen holding the
@@ -139,7 +144,8 @@ async function runTurn<C, S, E extends DomainEvent>(
           continue;
         }
       }
-      return answer(loaded.position);
+      answer(loaded.position);
+      return [];
     }
     const askedAt = instant();
     let result;
@@ -153,20 +159,21 @@ async function runTurn<C, S, E extends DomainEvent>(
       }
       if (batch.length === 1) throw err;
       // Something the store would not take (a value, an event id): each alone, so it fails alone.
-      await Promise.all(batch.map((c) => alone(c.command, c.options).then(c.resolve, c.reject)));
-      return;
+      return batch;
     }
     if (result.nextExpectedRevision !== revision) {
       // An idempotent retry (event ids the store already held): what it holds is the truth.
       cache.forget(streamId, decider);
       const now = await cache.load(streamId, decider, toDomain);
-      return batch.forEach((c, i) => {
+      batch.forEach((c, i) => {
         const o = outcomes[i]!;
         if ('err' in o) c.reject(o.err);
         else c.resolve({ events: o.events, state: now.state, revision: now.revision, position: result.position });
       });
+      return [];
     }
     cache.remember(streamId, decider, { state, revision, position: result.position }, askedAt);
-    return answer(result.position);
+    answer(result.position);
+    return [];
   }
 }

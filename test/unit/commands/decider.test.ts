@@ -215,6 +215,19 @@ describe('handleCommand: commands of one process on one stream take turns', () =
     expect((await store.readStream('busy')).map((e) => (e.data as { total: number }).total)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
   });
 
+  it('a turn whose append the store refuses for another reason than a conflict: each command again alone, so only the bad one fails', async () => {
+    const d = counter();
+    await handleCommand(store, 'busy', d, { type: 'Add', by: 1 });
+    const spy = {
+      readStream: store.readStream.bind(store),
+      appendToStream: (id: string, e: NewEvent[], o?: { expectedRevision?: ExpectedRevision }) =>
+        e.some((x) => (x.data as { by: number }).by === 13) ? Promise.reject(new Error('a value the store cannot take')) : store.appendToStream(id, e, o),
+    };
+    const results = await Promise.allSettled([1, 2, 13, 3].map((by) => handleCommand(spy as unknown as EventStore, 'busy', d, { type: 'Add', by })));
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value.state.total : 'failed'))).toEqual([2, 4, 'failed', 7]);
+    expect((await store.readStream('busy')).map((e) => (e.data as { total: number }).total)).toEqual([1, 2, 4, 7]);
+  });
+
   it('a burst of commands that change nothing, queued behind each other, asks the store once between them', async () => {
     const d = counter();
     await handleCommand(store, 'busy', d, { type: 'Add', by: 5 });
