@@ -41,6 +41,7 @@ import { applyProvisioning } from '../src/commands/provisioning/provision.js';
 import { benchReplay } from './replay.js';
 import { benchSip } from './sip.js';
 import { withDatabase } from './postgres.js';
+import { pgUsage, usageLine } from './postgres-usage.js';
 
 /** The contract's example document (CONTRACT section 3). */
 const EXAMPLE_DOCUMENT = path.resolve(import.meta.dirname, '../../examples/provisioning.json');
@@ -243,6 +244,7 @@ async function httpSuite(databaseUrl?: string): Promise<string> {
 
   const servers: Partial<Record<Server, Started>> = {};
   const results: Array<{ scenario: Scenario; result: LoadResult; work: string }> = [];
+  const usage = databaseUrl ? await pgUsage(databaseUrl) : null;
   try {
     servers.bare = await startBare();
     servers.platform = await startPlatform(databaseUrl);
@@ -259,6 +261,7 @@ async function httpSuite(databaseUrl?: string): Promise<string> {
       };
       if (warmupMs > 0) await load(target, { connections, durationMs: warmupMs });
       const server = servers[scenario.server]!;
+      const pgBefore = scenario.server === 'platform' ? await usage?.sample() : undefined;
       const before = { cpuMs: threadCpuMs(), cpu: process.cpuUsage(), store: server.stats?.() };
       const result = await profiled(scenario.name, () => load(target, { connections, durationMs }));
       // The server thread's CPU per request: what a loaded machine inflates far less than the rate;
@@ -272,11 +275,14 @@ async function httpSuite(databaseUrl?: string): Promise<string> {
         before.store && after && after.appends > before.store.appends
           ? `; ${f1((after.appends - before.store.appends) / (after.commits - before.store.commits))} appends a commit`
           : '';
-      results.push({ scenario, result, work: `${fmt(threadUs)} µs CPU of the server thread a request (${fmt(processUs)} µs of the process)${grouped}` });
+      const pgAfter = pgBefore && (await usage?.sample());
+      const onPg = pgBefore && pgAfter ? `\n    ${usageLine(pgBefore, pgAfter, requests)}` : '';
+      results.push({ scenario, result, work: `${fmt(threadUs)} µs CPU of the server thread a request (${fmt(processUs)} µs of the process)${grouped}${onPg}` });
       process.stdout.write(`  ${scenario.name}: ${fmt(result.rps)} req/s\n`);
     }
   } finally {
     for (const s of Object.values(servers)) await s?.close();
+    await usage?.close();
   }
 
   const baseline = results[0]!.result;

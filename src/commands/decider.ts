@@ -7,24 +7,14 @@
 import type { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent } from '../gateways/event-store/port.js';
 import { RETRY, conflictToRetry, pause, retryOnConflict } from './retry.js';
 import type { DomainEvent } from '../domain/events.js';
-import { aggregateCache, type Folder, type Lane, type Loaded } from './aggregate-cache.js';
+import { batchCommand } from './command-batch.js';
+import type { CommandResult, Decider, HandleOptions } from './command-types.js';
+
+export type { CommandResult, Decider, HandleOptions };
+import { aggregateCache, instant, type Checked, type Folder, type Lane, type Loaded } from './aggregate-cache.js';
 
 export type { DomainEvent };
 export { RETRY };
-
-export interface Decider<C, S, E extends DomainEvent> extends Folder<S, E> {
-  /** Events the command causes; throws an AppError when the state forbids it. */
-  decide: (command: C, state: S) => E[];
-}
-
-export interface CommandResult<S, E> {
-  events: E[];
-  state: S;
-  /** Revision of the stream's last event after the command. */
-  revision: number;
-  /** Global position of the last event (or the stream's last event when nothing was appended). */
-  position: number;
-}
 
 export function fold<S, E extends DomainEvent>(decider: Pick<Decider<unknown, S, E>, 'initialState' | 'evolve'>, events: Iterable<E>): S {
   let state = decider.initialState();
@@ -48,15 +38,6 @@ export async function loadAggregate<S, E extends DomainEvent>(
 ): Promise<{ state: S; expected: ExpectedRevision; revision: number; position: number }> {
   const l = await aggregateCache(store).load(streamId, decider, toDomain<E>);
   return { state: l.state, revision: l.revision, position: l.position, expected: expectedOf(l.revision) };
-}
-
-export interface HandleOptions<E> {
-  /** Attempts before giving up on repeated conflicts (then 503). */
-  maxAttempts?: number;
-  /** Metadata stored with each new event (correlation ids, the acting user). */
-  metadata?: Record<string, unknown>;
-  /** Gives new events deterministic ids so that a retried request appends nothing twice. */
-  eventId?: (event: E, index: number) => string | undefined;
 }
 
 /** A stream a command reads (and may append to). */
@@ -109,6 +90,7 @@ export async function handleStreams<T>(
       return { value, states: loaded.map((l) => l.state), results: [], position: Math.max(0, ...loaded.map((l) => l.position)) };
     }
     const indexOf = (streamId: string) => reads.findIndex((r) => r.streamId === streamId);
+    const askedAt = instant();
     const results = await store.appendToStreams(
       writes.map((w) => {
         const i = indexOf(w.streamId);
@@ -130,7 +112,7 @@ export async function handleStreams<T>(
       let s = loaded[i]!.state;
       for (const e of w.events) s = read.decider.evolve(s, { type: e.type, data: e.data });
       states[i] = s;
-      cache.remember(w.streamId, read.decider, { state: s, revision: r.nextExpectedRevision, position: r.position });
+      cache.remember(w.streamId, read.decider, { state: s, revision: r.nextExpectedRevision, position: r.position }, askedAt);
     });
     return { value, states, results, position: Math.max(...results.map((r) => r.position)) };
   }, options);
@@ -138,15 +120,29 @@ export async function handleStreams<T>(
 
 /**
  * The command handler for one stream. Commands of this process on one stream take turns (see
- * AggregateCache.enter): each decides on the state the one before it committed, so they do not
- * conflict with each other; only another process's append makes one decide again.
+ * AggregateCache.enter), so they do not conflict with each other; only another process's append
+ * makes one decide again. The commands that queue while a turn runs are the next turn, decided and
+ * appended together (command-batch.ts); one with event ids or its own attempts takes a turn alone,
+ * deciding on the state the one before it committed.
  */
-export async function handleCommand<C, S, E extends DomainEvent>(
+export function handleCommand<C, S, E extends DomainEvent>(
   store: EventStore,
   streamId: string,
   decider: Decider<C, S, E>,
   command: C,
   options: HandleOptions<E> = {},
+): Promise<CommandResult<S, E>> {
+  const alone = (c: C, o: HandleOptions<E>) => handleAlone(store, streamId, decider, c, o);
+  if (options.eventId || options.maxAttempts !== undefined) return alone(command, options);
+  return batchCommand(store, streamId, decider, command, options, alone);
+}
+
+async function handleAlone<C, S, E extends DomainEvent>(
+  store: EventStore,
+  streamId: string,
+  decider: Decider<C, S, E>,
+  command: C,
+  options: HandleOptions<E>,
 ): Promise<CommandResult<S, E>> {
   const cache = aggregateCache(store);
   const lane = cache.enter(streamId, decider);
@@ -171,9 +167,12 @@ async function runCommand<C, S, E extends DomainEvent>(
   let handed = lane.previous && (await lane.previous.committed);
   // First on the cached state without a read: a command that appends is checked by its expected
   // revision anyway. Only an answer without events (a refusal, nothing to do) is checked against the
-  // store first, since no append would tell that the cache was behind (another process wrote).
-  const first = handed ?? cache.peek(streamId, decider);
-  let next: { loaded: Loaded<S>; checked: boolean } | undefined = first && { loaded: first, checked: false };
+  // store first, since no append would tell that the cache was behind (another process wrote), unless
+  // the store was seen holding that state after this command came (a read or an append of a command
+  // before it in the lane): then it reflects every write acknowledged before, and a busy stream's
+  // commands that change nothing each answer without a round trip of their own.
+  const cached = (now: Checked<S> | undefined) => now && { loaded: now, checked: now.checkedAt > lane.since };
+  let next: { loaded: Loaded<S>; checked: boolean } | undefined = handed ? { loaded: handed, checked: false } : cached(cache.peek(streamId, decider));
   for (let attempt = 1; ; attempt++) {
     if (!next) await pause(RETRY.pauseMs(attempt));
     const { loaded, checked } = next ?? { loaded: await cache.load(streamId, decider, toDomain<E>), checked: true };
@@ -185,8 +184,7 @@ async function runCommand<C, S, E extends DomainEvent>(
         // Decided on a state that is not durable yet: decide again once the predecessor has ended.
         await lane.previous!.settled;
         handed = undefined;
-        const now = cache.peek(streamId, decider);
-        next = now && { loaded: now, checked: false };
+        next = cached(cache.peek(streamId, decider));
         return true;
       }
       if (checked) return false;
@@ -209,6 +207,7 @@ async function runCommand<C, S, E extends DomainEvent>(
     let after = state;
     for (const e of events) after = decider.evolve(after, e);
     const expected = revision + events.length;
+    const askedAt = instant();
     try {
       const result = await store.appendToStream(streamId, events.map((e, i) => toNew(e, i, options)), {
         expectedRevision: expectedOf(revision),
@@ -220,7 +219,7 @@ async function runCommand<C, S, E extends DomainEvent>(
         const now = await cache.load(streamId, decider, toDomain<E>);
         return { events, state: now.state, revision: now.revision, position: result.position };
       }
-      cache.remember(streamId, decider, { state: after, revision: result.nextExpectedRevision, position: result.position });
+      cache.remember(streamId, decider, { state: after, revision: result.nextExpectedRevision, position: result.position }, askedAt);
       return { events, state: after, revision: result.nextExpectedRevision, position: result.position };
     } catch (err) {
       conflictToRetry(err, attempt, options);

@@ -37,16 +37,16 @@ export async function openEventStore(config: Config, now: () => number, logger?:
 }
 
 /**
- * How long the embedded read store holds a projector's commits to store them together under load
- * (src/gateways/read-store/pending-writes.ts): this process reads them at once; another process on
- * the same DATA_DIR at most this much later.
+ * How long the embedded and the PostgreSQL read store hold a projector's commits to store them
+ * together under load (src/gateways/read-store/pending-writes.ts): this process reads them at once;
+ * another process on the same DATA_DIR or database at most this much later.
  */
 export const READ_STORE_COALESCE_MS = 20;
 
 /** MongoDB when `MONGODB_URL` is set (connects and creates its indexes first), else PostgreSQL when `DATABASE_URL` is, else SQLite in DATA_DIR. */
 export async function openReadStore(config: Config, now: () => number): Promise<ReadStore> {
   if (config.mongodbUrl) return MongoReadStore.open(config.mongodbUrl, { clock: now });
-  if (config.databaseUrl) return PostgresReadStore.open(config.databaseUrl, { clock: now });
+  if (config.databaseUrl) return PostgresReadStore.open(config.databaseUrl, { clock: now, coalesceMs: READ_STORE_COALESCE_MS });
   const file = path.join(config.dataDir, 'read.db');
   return new SqliteReadStore(file, now, {
     writerThread: config.embeddedThreads,

@@ -42,9 +42,9 @@ export interface FindOptions {
 
 export interface CommitOptions {
   /**
-   * Stored before the promise resolves, never held back to go with later commits (the SQLite
-   * adapter's coalescing): for writes a killed process must not lose once it has acted on them (the
-   * SIP switch's kept dialogs, a registration answered 200). The other adapters always store at once.
+   * Stored before the promise resolves, never held back to go with later commits (the SQLite and
+   * PostgreSQL adapters' coalescing): for writes a killed process must not lose once it has acted on
+   * them (the SIP switch's kept dialogs, a registration answered 200). MongoDB always stores at once.
    */
   now?: boolean;
 }

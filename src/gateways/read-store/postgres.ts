@@ -8,19 +8,25 @@
  * stored at a lower one, and its delete leaves a tombstone (expired at once, purged a day later): a
  * second projector on the same database (a standby's process) never applies an event twice.
  *
- * Its connections commit with synchronous_commit off: see `open`.
+ * Its connections commit with synchronous_commit off: see `open`. With `coalesceMs` (the platform's),
+ * a projector's commits under load are held and stored together as the embedded store's are
+ * (pending-writes.ts): each document once, with the newest checkpoints, in one transaction; reads
+ * through this instance see them at once (what they touch is stored first), another process (its
+ * read-your-writes polls the checkpoints) at most that much later.
  *
- * Every find the queries make (mongodb-indexes.ts, FIND_SHAPES) has a partial expression index on
- * its collection: equality fields, then the sort field, then the id. Scalars are compared as jsonb,
+ * Every find the queries make (mongodb-indexes.ts, FIND_SHAPES) has a partial index on its collection
+ * (postgres-docs.ts: on a generated column of the indexed fields): equality fields, then the sort
+ * field, then the id. Scalars are compared as jsonb,
  * so a number never equals its digit string and `true` never equals 1; ids sort bytewise (COLLATE "C").
  */
 import type pg from 'pg';
-import type { Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
+import type { CommitOptions, Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
 import { FIND_SHAPES, type FindShape } from './mongodb-indexes.js';
+import { docsDdl, field, findKeys, literal } from './postgres-docs.js';
 import { timed, jsonbSafe, migrate, noNul, openPool, schemaName, type PgOptions } from '../postgres.js';
+import { PendingWrites, jsonLater, type HeldRow } from './pending-writes.js';
+import type { RowWrite } from './sqlite-writes.js';
 
-const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const COLLECTION = /^[A-Za-z0-9_.-]{1,100}$/;
 /** How long a projector's tombstone (and any expired record) is kept before it is purged. */
 const TOMBSTONE_KEEP_MS = 24 * 3600_000;
 const PURGE_EVERY_MS = 10 * 60_000;
@@ -29,7 +35,18 @@ export interface PostgresReadStoreOptions extends PgOptions {
   clock?: () => number;
   /** Find shapes to index at start (default: every find the platform makes). */
   shapes?: FindShape[];
+  /**
+   * Commits that come less than this long after the last one stored are held and stored together
+   * once it has passed; 0 (the default): each commit is stored before it resolves.
+   */
+  coalesceMs?: number;
 }
+
+/** With `coalesceMs`: pending rows beyond this are stored at once (one transaction's statement). */
+const MAX_PENDING = 1000;
+
+/** A document write as a row: its JSON made now (a document that cannot be stored fails its own commit). */
+const rowNow = (w: DocWrite): RowWrite => ({ collection: w.collection, id: noNul(w.id), data: w.doc === null ? null : jsonbSafe(JSON.stringify(w.doc)), position: w.position ?? null });
 
 interface Row {
   id: string;
@@ -38,55 +55,28 @@ interface Row {
   position: number | null;
 }
 
-function field(f: string): string {
-  if (!FIELD.test(f)) throw new Error(`bad field name ${f}`);
-  return f;
-}
-
-/** A collection name as an SQL literal (checked: it is written into statements and index predicates). */
-function literal(collection: string): string {
-  if (!COLLECTION.test(collection)) throw new Error(`bad collection name ${collection}`);
-  return `'${collection}'`;
-}
-
-function ddl(s: string, shapes: FindShape[]): string {
-  const indexes = new Map<string, string>();
-  for (const shape of shapes) {
-    const cols = shape.equal.map((f) => `(doc->'${field(f)}')`);
-    if (shape.sort && !shape.equal.includes(shape.sort[0])) {
-      cols.push(`(doc->'${field(shape.sort[0])}') ${shape.sort[1] === 1 ? 'ASC NULLS FIRST' : 'DESC NULLS LAST'}`);
-    }
-    cols.push('id');
-    const name = `docs_${shape.collection.replace(/[^a-z0-9]/gi, '_')}_${[...shape.equal, ...(shape.sort ? [`${shape.sort[0]}${shape.sort[1] === 1 ? '' : '_desc'}`] : [])].join('_')}`
-      .toLowerCase()
-      .slice(0, 63);
-    indexes.set(name, `CREATE INDEX IF NOT EXISTS ${name} ON ${s}.docs (${cols.join(', ')}) WHERE collection = ${literal(shape.collection)}`);
-  }
-  return `
-CREATE TABLE IF NOT EXISTS ${s}.docs (
-  collection text COLLATE "C" NOT NULL,
-  id text COLLATE "C" NOT NULL,
-  doc jsonb NOT NULL,
-  expires_at bigint,
-  position bigint,
-  PRIMARY KEY (collection, id)
-);
-CREATE INDEX IF NOT EXISTS docs_expiry ON ${s}.docs (expires_at) WHERE expires_at IS NOT NULL;
-CREATE TABLE IF NOT EXISTS ${s}.checkpoints (name text COLLATE "C" PRIMARY KEY, position bigint NOT NULL);
-${[...indexes.values()].join(';\n')};
-`;
-}
-
 export class PostgresReadStore implements ReadStore {
   readonly atomicCommits = true;
   private readonly findSql = new Map<string, string>();
   private nextPurge = 0;
   private readonly sql;
+  /** With `coalesceMs`: commits not stored yet, and the ones being stored. */
+  private pending = new PendingWrites();
+  private storing: { writes: PendingWrites; done: Promise<void> } | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  /** When the last store began (performance.now()). */
+  private lastStore = -Infinity;
+  /** A store run by the timer failed: the next commit retries it and fails with it if it fails again. */
+  private failed = false;
+  private closing = false;
 
   private constructor(
     private readonly pool: pg.Pool,
     private readonly schema: string,
     private readonly clock: () => number,
+    private readonly coalesceMs: number,
+    /** The finds' key column and the fields it holds per collection (see findKeys). */
+    private readonly keys: ReturnType<typeof findKeys>,
   ) {
     const s = schema;
     this.sql = {
@@ -127,13 +117,14 @@ export class PostgresReadStore implements ReadStore {
     // and a server crash that loses the last ones moves the checkpoints back with them: the projector applies
     // those events again from the log (as the embedded read store's synchronous=NORMAL). The event log waits.
     const pool = openPool(url, options.max ?? 6, { synchronous_commit: 'off' });
+    const shapes = options.shapes ?? FIND_SHAPES;
     try {
-      await migrate(pool, schema, ddl(schema, options.shapes ?? FIND_SHAPES));
+      await migrate(pool, schema, docsDdl(schema, shapes));
     } catch (err) {
       await pool.end().catch(() => {});
       throw err;
     }
-    return new PostgresReadStore(pool, schema, options.clock ?? Date.now);
+    return new PostgresReadStore(pool, schema, options.clock ?? Date.now, options.coalesceMs ?? 0, findKeys(shapes));
   }
 
   /** A query; with `deadline` (lookups on a request's path) gives up after ANSWER_MS: the server is unreachable. */
@@ -142,6 +133,7 @@ export class PostgresReadStore implements ReadStore {
   }
 
   async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
+    await this.settle((p) => p.holdsDocument(collection, noNul(id)));
     const r = await this.q<{ doc: T }>('get', [collection, noNul(id), this.clock()]);
     return r.rows[0]?.doc ?? null;
   }
@@ -152,6 +144,7 @@ export class PostgresReadStore implements ReadStore {
 
   async getVersionedMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<Versioned<T>[]> {
     if (ids.length === 0) return [];
+    await this.settle((p) => p.holdsAnyOf(collection, ids.map(noNul)));
     const r = await this.q<Row>('versioned', [collection, [...new Set(ids.map(noNul))]]);
     const rows = new Map(r.rows.map((row) => [row.id, row]));
     const now = this.clock();
@@ -165,6 +158,7 @@ export class PostgresReadStore implements ReadStore {
 
   async find<T extends Doc = Doc>(collection: string, where: Record<string, Scalar> = {}, options: FindOptions = {}): Promise<T[]> {
     if (options.limit === 0) return [];
+    await this.settle((p) => p.holdsCollection(collection));
     const fields = Object.keys(where).sort();
     const nulls = fields.map((f) => where[f] === null);
     const order = options.orderBy;
@@ -173,8 +167,11 @@ export class PostgresReadStore implements ReadStore {
     if (!text) {
       const values: string[] = [];
       // A null matches JSON null and a missing field, as the other adapters do.
-      const conds = fields.map((f, i) => (nulls[i] ? `coalesce(doc->'${field(f)}', 'null') = 'null'` : `doc->'${field(f)}' = $${values.push(f) + 1}::jsonb`));
-      const by = order ? `(doc->'${field(order.field)}') ${order.direction === 'desc' ? 'DESC NULLS LAST' : 'ASC NULLS FIRST'}, id` : 'id';
+      // A field the collection's finds index is read from the key column (the same value: see findKeys), where the indexes are.
+      const keyed = this.keys.fields.get(collection);
+      const of = (f: string) => `${keyed?.has(f) ? this.keys.column : 'doc'}->'${field(f)}'`;
+      const conds = fields.map((f, i) => (nulls[i] ? `coalesce(${of(f)}, 'null') = 'null'` : `${of(f)} = $${values.push(f) + 1}::jsonb`));
+      const by = order ? `(${of(order.field)}) ${order.direction === 'desc' ? 'DESC NULLS LAST' : 'ASC NULLS FIRST'}, id` : 'id';
       text =
         `SELECT doc FROM ${this.schema}.docs WHERE collection = ${literal(collection)} AND (expires_at IS NULL OR expires_at > $1)` +
         conds.map((c) => ` AND ${c}`).join('') +
@@ -189,17 +186,88 @@ export class PostgresReadStore implements ReadStore {
   }
 
   async scan(collection: string): Promise<{ id: string; doc: Doc; position?: number }[]> {
+    await this.settle((p) => p.holdsCollection(collection));
     const r = await this.q<Row>('scan', [collection, this.clock()], false);
     return r.rows.map((row) => (row.position === null ? { id: row.id, doc: row.doc ?? {} } : { id: row.id, doc: row.doc ?? {}, position: row.position }));
   }
 
-  async commit(writes: DocWrite[], checkpoints: Record<string, number>): Promise<void> {
+  async commit(writes: DocWrite[], checkpoints: Record<string, number>, options: CommitOptions = {}): Promise<void> {
+    for (const w of writes) literal(w.collection);
+    for (const n of Object.keys(checkpoints)) if (!n) throw new Error('empty checkpoint name');
+    if (this.coalesceMs <= 0) return this.storeRows(writes.map(rowNow), checkpoints);
+    // JSON first (or, for a frozen plain document, a check that its JSON cannot fail later): a
+    // document that cannot be stored fails its commit, and nothing of it is kept.
+    const rows: HeldRow[] = writes.map((w) =>
+      w.doc !== null && jsonLater(w.doc) ? { collection: w.collection, id: noNul(w.id), data: undefined, doc: w.doc, position: w.position ?? null } : rowNow(w),
+    );
+    if (this.failed || !rows.every((r) => this.pending.accepts(r))) {
+      this.failed = false;
+      await this.drain();
+    }
+    this.pending.add(rows, checkpoints);
+    // `now`: stored before it resolves (with whatever was held before it, in order).
+    if (options.now || this.pending.size >= MAX_PENDING) return this.drain();
+    if (this.timer) return;
+    const wait = this.lastStore + this.coalesceMs - performance.now();
+    // Idle (nothing stored lately): stored at once, as without coalescing.
+    if (wait <= 0 && !this.storing) return this.drain();
+    this.schedule(Math.max(wait, 1));
+  }
+
+  private schedule(ms: number) {
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.drain().catch(() => {
+        // Kept pending: retried by the next commit (which then fails with the error) or timer.
+        this.failed = true;
+        if (!this.timer && !this.closing) this.schedule(Math.max(this.coalesceMs, 100));
+      });
+    }, ms);
+  }
+
+  /** Stores every held write; resolves once they are committed. */
+  private async drain(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    while (this.storing || this.pending.size > 0) {
+      if (this.storing) await this.storing.done;
+      else await this.storePending();
+    }
+  }
+
+  /** Waits for the held writes to be stored when a read or direct write touches one of them. */
+  private async settle(touches: (p: PendingWrites) => boolean): Promise<void> {
+    if (this.coalesceMs <= 0) return;
+    if (touches(this.pending) || (this.storing !== null && touches(this.storing.writes))) await this.drain();
+  }
+
+  private storePending(): Promise<void> {
+    const batch = this.pending;
+    this.pending = new PendingWrites();
+    const { rows, checkpoints } = batch.take();
+    this.lastStore = performance.now();
+    const done = this.storeRows(
+      rows.map((r) => (r.data === null ? r : { ...r, data: jsonbSafe(r.data) })),
+      JSON.parse(checkpoints) as Record<string, number>,
+    ).catch((err: unknown) => {
+      // Not stored: back in front of what came meanwhile.
+      batch.absorb(this.pending);
+      this.pending = batch;
+      throw err;
+    });
+    const storing = { writes: batch, done: done.finally(() => (this.storing = null)) };
+    this.storing = storing;
+    return storing.done;
+  }
+
+  /** One statement, so one transaction: documents (a projector's only over an older position), deletes, checkpoints. */
+  private async storeRows(rows: RowWrite[], checkpoints: Record<string, number>): Promise<void> {
     const now = this.clock();
-    // The last write of a document wins (a statement may touch a row once); JSON first, so a document
-    // that cannot be stored fails the commit before anything is sent.
-    const last = new Map<string, DocWrite>();
-    for (const w of writes) {
-      literal(w.collection);
+    // The last write of a document wins (a statement may touch a row once).
+    const last = new Map<string, RowWrite>();
+    for (const w of rows) {
       const k = `${w.collection}\u0000${w.id}`;
       last.delete(k);
       last.set(k, w);
@@ -207,19 +275,18 @@ export class PostgresReadStore implements ReadStore {
     const cols: [string[], string[], (string | null)[], (number | null)[], (number | null)[]] = [[], [], [], [], []];
     for (const w of last.values()) {
       cols[0].push(w.collection);
-      cols[1].push(noNul(w.id));
-      if (w.doc !== null) {
-        cols[2].push(jsonbSafe(JSON.stringify(w.doc)));
+      cols[1].push(w.id);
+      if (w.data !== null) {
+        cols[2].push(w.data);
         cols[3].push(null);
       } else {
         // A projector's delete: a tombstone with its position, expired at once.
-        cols[2].push(w.position === undefined ? null : 'null');
-        cols[3].push(w.position === undefined ? null : now);
+        cols[2].push(w.position === null ? null : 'null');
+        cols[3].push(w.position === null ? null : now);
       }
-      cols[4].push(w.position ?? null);
+      cols[4].push(w.position);
     }
     const names = Object.keys(checkpoints);
-    for (const n of names) if (!n) throw new Error('empty checkpoint name');
     if (cols[0].length === 0 && names.length === 0) return;
     await this.q('commit', [...cols, names, names.map((n) => checkpoints[n]!)], false);
     if (now >= this.nextPurge) {
@@ -229,12 +296,14 @@ export class PostgresReadStore implements ReadStore {
   }
 
   async checkpoint(name: string): Promise<number> {
+    await this.settle((p) => p.holdsCheckpoint([name]));
     const r = await this.q<{ position: number }>('checkpoints', [[name]]);
     return r.rows[0]?.position ?? 0;
   }
 
   async lowestCheckpoint(names: string[]): Promise<number> {
     if (names.length === 0) return 0;
+    await this.settle((p) => p.holdsCheckpoint(names));
     const wanted = [...new Set(names)];
     const r = await this.q<{ position: number }>('checkpoints', [wanted]);
     return r.rows.length < wanted.length ? 0 : Math.min(...r.rows.map((row) => row.position));
@@ -242,20 +311,28 @@ export class PostgresReadStore implements ReadStore {
 
   async put(collection: string, id: string, doc: Doc, options: { expiresAt?: number } = {}): Promise<void> {
     literal(collection);
+    await this.settle((p) => p.holdsDocument(collection, noNul(id)));
     await this.q('put', [collection, noNul(id), jsonbSafe(JSON.stringify(doc)), options.expiresAt ?? null]);
   }
 
   async insertIfAbsent(collection: string, id: string, doc: Doc, options: { expiresAt?: number } = {}): Promise<boolean> {
     literal(collection);
+    await this.settle((p) => p.holdsDocument(collection, noNul(id)));
     const r = await this.q('insertIfAbsent', [collection, noNul(id), jsonbSafe(JSON.stringify(doc)), options.expiresAt ?? null, this.clock()]);
     return (r.rowCount ?? 0) > 0;
   }
 
   async delete(collection: string, id: string): Promise<void> {
+    await this.settle((p) => p.holdsDocument(collection, noNul(id)));
     await this.q('delete', [collection, noNul(id)]);
   }
 
   async close(): Promise<void> {
-    await this.pool.end();
+    this.closing = true;
+    try {
+      await this.drain();
+    } finally {
+      await this.pool.end();
+    }
   }
 }

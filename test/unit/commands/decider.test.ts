@@ -201,6 +201,55 @@ describe('handleCommand: commands of one process on one stream take turns', () =
     expect(noop).toMatchObject({ events: [], state: { total: 2 }, revision: 0 });
   });
 
+  it('a burst on one stream takes two appends: the first command alone, then the fifty that queued behind it together', async () => {
+    const d = counter();
+    const appends: ExpectedRevision[] = [];
+    const spy = { readStream: store.readStream.bind(store), appendToStream: (id: string, e: NewEvent[], o: { expectedRevision?: ExpectedRevision } = {}) => (appends.push(o.expectedRevision ?? 'any'), store.appendToStream(id, e, o)) };
+    // Each command decides on the one before: a refusal (past 40) and no-ops among them answer in their place.
+    const commands: CounterCommand[] = Array.from({ length: 51 }, (_, i) => (i % 5 === 4 ? { type: 'Add', by: 0 } : { type: 'Add', by: 1, max: 40 }));
+    const results = await Promise.allSettled(commands.map((c) => handleCommand(spy as unknown as EventStore, 'busy', d, c)));
+    expect(appends).toEqual(['no_stream', 0]);
+    const totals = results.map((r) => (r.status === 'fulfilled' ? r.value.state.total : (r.reason as { code: string }).code));
+    let total = 0;
+    expect(totals).toEqual(commands.map((c) => (c.max !== undefined && total + c.by > c.max ? 'CONFLICT' : (total += c.by))));
+    expect((await store.readStream('busy')).map((e) => (e.data as { total: number }).total)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+  });
+
+  it('a turn whose append the store refuses for another reason than a conflict: each command again alone, so only the bad one fails', async () => {
+    const d = counter();
+    await handleCommand(store, 'busy', d, { type: 'Add', by: 1 });
+    const spy = {
+      readStream: store.readStream.bind(store),
+      appendToStream: (id: string, e: NewEvent[], o?: { expectedRevision?: ExpectedRevision }) =>
+        e.some((x) => (x.data as { by: number }).by === 13) ? Promise.reject(new Error('a value the store cannot take')) : store.appendToStream(id, e, o),
+    };
+    const results = await Promise.allSettled([1, 2, 13, 3].map((by) => handleCommand(spy as unknown as EventStore, 'busy', d, { type: 'Add', by })));
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value.state.total : 'failed'))).toEqual([2, 4, 'failed', 7]);
+    expect((await store.readStream('busy')).map((e) => (e.data as { total: number }).total)).toEqual([1, 2, 4, 7]);
+  });
+
+  it('a burst of commands that change nothing, queued behind each other, asks the store once between them', async () => {
+    const d = counter();
+    await handleCommand(store, 'busy', d, { type: 'Add', by: 5 });
+    let reads = 0;
+    const spy = { readStream: (id: string, o?: { fromRevision?: number }) => (reads++, store.readStream(id, o)), appendToStream: store.appendToStream.bind(store) };
+    const burst = (by: number[]) => Promise.all(by.map((b) => handleCommand(spy as unknown as EventStore, 'busy', d, { type: 'Add', by: b })));
+    // 49 no-ops behind a change: the change's append, asked after they came, is what they answer on.
+    const first = await burst([1, ...Array.from({ length: 49 }, () => 0)]);
+    expect(first.map((r) => r.state.total)).toEqual(Array.from({ length: 50 }, () => 6));
+    expect(reads).toBeLessThanOrEqual(1);
+    // 50 no-ops at once: the first reads (it came after everything this process saw of the store), and
+    // so does the second (the first's read was asked as it came); that read, asked after the rest came, serves them.
+    const second = await burst(Array.from({ length: 50 }, () => 0));
+    expect(second.map((r) => r.state.total)).toEqual(Array.from({ length: 50 }, () => 6));
+    expect(reads).toBeLessThanOrEqual(3);
+    // One that comes after the last check reads again, and sees another process's append.
+    const other = new SqliteEventStore(path.join(dir, 'events.db'));
+    await other.appendToStream('busy', [{ type: 'Added', data: { by: 10, total: 16 } }]);
+    await other.close();
+    expect((await handleCommand(spy as unknown as EventStore, 'busy', d, { type: 'Add', by: 0 })).state.total).toBe(16);
+  });
+
   it('another writer in between still makes a turn decide again, on what that writer stored', async () => {
     const d = counter();
     await handleCommand(store, 'busy', d, { type: 'Add', by: 1 });
