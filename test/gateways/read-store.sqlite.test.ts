@@ -245,7 +245,7 @@ describe('SqliteReadStore with coalesceMs', () => {
       { p: 2 },
     );
     // Held: the frozen plain document as it is (its JSON made when stored), the others as JSON already.
-    const held = (store as unknown as { pending: { rows: Map<string, { data: unknown }> } }).pending.rows;
+    const held = (store as unknown as { held: { pending: { rows: Map<string, { data: unknown }> } } }).held.pending.rows;
     expect([...held.values()].map((r) => typeof r.data)).toEqual(['undefined', 'string', 'string']);
     // Changed after the commit (a caller may): what was committed is what is stored.
     open.v = 20;

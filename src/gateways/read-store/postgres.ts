@@ -24,7 +24,8 @@ import type { CommitOptions, Doc, DocWrite, FindOptions, ReadStore, Scalar, Vers
 import { FIND_SHAPES, type FindShape } from './mongodb-indexes.js';
 import { docsDdl, field, findKeys, literal } from './postgres-docs.js';
 import { timed, jsonbSafe, migrate, noNul, openPool, schemaName, type PgOptions } from '../postgres.js';
-import { PendingWrites, jsonLater, type HeldRow } from './pending-writes.js';
+import { jsonLater, type HeldRow, type PendingWrites } from './pending-writes.js';
+import { HeldCommits } from './held-commits.js';
 import type { RowWrite } from './sqlite-writes.js';
 
 /** How long a projector's tombstone (and any expired record) is kept before it is purged. */
@@ -42,8 +43,6 @@ export interface PostgresReadStoreOptions extends PgOptions {
   coalesceMs?: number;
 }
 
-/** With `coalesceMs`: pending rows beyond this are stored at once (one transaction's statement). */
-const MAX_PENDING = 1000;
 
 /** A document write as a row: its JSON made now (a document that cannot be stored fails its own commit). */
 const rowNow = (w: DocWrite): RowWrite => ({ collection: w.collection, id: noNul(w.id), data: w.doc === null ? null : jsonbSafe(JSON.stringify(w.doc)), position: w.position ?? null });
@@ -60,24 +59,21 @@ export class PostgresReadStore implements ReadStore {
   private readonly findSql = new Map<string, string>();
   private nextPurge = 0;
   private readonly sql;
-  /** With `coalesceMs`: commits not stored yet, and the ones being stored. */
-  private pending = new PendingWrites();
-  private storing: { writes: PendingWrites; done: Promise<void> } | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  /** When the last store began (performance.now()). */
-  private lastStore = -Infinity;
-  /** A store run by the timer failed: the next commit retries it and fails with it if it fails again. */
-  private failed = false;
-  private closing = false;
+  /** With `coalesceMs`: the commits held (held-commits.ts, pending-writes.ts). */
+  private readonly held: HeldCommits | null;
 
   private constructor(
     private readonly pool: pg.Pool,
     private readonly schema: string,
     private readonly clock: () => number,
-    private readonly coalesceMs: number,
+    coalesceMs: number,
     /** The finds' key column and the fields it holds per collection (see findKeys). */
     private readonly keys: ReturnType<typeof findKeys>,
   ) {
+    this.held =
+      coalesceMs > 0
+        ? new HeldCommits(coalesceMs, (rows, checkpoints) => this.storeRows(rows.map((r) => (r.data === null ? r : { ...r, data: jsonbSafe(r.data) })), JSON.parse(checkpoints) as Record<string, number>), true)
+        : null;
     const s = schema;
     this.sql = {
       get: `SELECT doc FROM ${s}.docs WHERE collection = $1 AND id = $2 AND (expires_at IS NULL OR expires_at > $3)`,
@@ -194,72 +190,19 @@ export class PostgresReadStore implements ReadStore {
   async commit(writes: DocWrite[], checkpoints: Record<string, number>, options: CommitOptions = {}): Promise<void> {
     for (const w of writes) literal(w.collection);
     for (const n of Object.keys(checkpoints)) if (!n) throw new Error('empty checkpoint name');
-    if (this.coalesceMs <= 0) return this.storeRows(writes.map(rowNow), checkpoints);
+    if (!this.held) return this.storeRows(writes.map(rowNow), checkpoints);
     // JSON first (or, for a frozen plain document, a check that its JSON cannot fail later): a
     // document that cannot be stored fails its commit, and nothing of it is kept.
     const rows: HeldRow[] = writes.map((w) =>
       w.doc !== null && jsonLater(w.doc) ? { collection: w.collection, id: noNul(w.id), data: undefined, doc: w.doc, position: w.position ?? null } : rowNow(w),
     );
-    if (this.failed || !rows.every((r) => this.pending.accepts(r))) {
-      this.failed = false;
-      await this.drain();
-    }
-    this.pending.add(rows, checkpoints);
     // `now`: stored before it resolves (with whatever was held before it, in order).
-    if (options.now || this.pending.size >= MAX_PENDING) return this.drain();
-    if (this.timer) return;
-    const wait = this.lastStore + this.coalesceMs - performance.now();
-    // Idle (nothing stored lately): stored at once, as without coalescing.
-    if (wait <= 0 && !this.storing) return this.drain();
-    this.schedule(Math.max(wait, 1));
-  }
-
-  private schedule(ms: number) {
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.drain().catch(() => {
-        // Kept pending: retried by the next commit (which then fails with the error) or timer.
-        this.failed = true;
-        if (!this.timer && !this.closing) this.schedule(Math.max(this.coalesceMs, 100));
-      });
-    }, ms);
-  }
-
-  /** Stores every held write; resolves once they are committed. */
-  private async drain(): Promise<void> {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
-    while (this.storing || this.pending.size > 0) {
-      if (this.storing) await this.storing.done;
-      else await this.storePending();
-    }
+    return this.held.hold(rows, checkpoints, options.now);
   }
 
   /** Waits for the held writes to be stored when a read or direct write touches one of them. */
   private async settle(touches: (p: PendingWrites) => boolean): Promise<void> {
-    if (this.coalesceMs <= 0) return;
-    if (touches(this.pending) || (this.storing !== null && touches(this.storing.writes))) await this.drain();
-  }
-
-  private storePending(): Promise<void> {
-    const batch = this.pending;
-    this.pending = new PendingWrites();
-    const { rows, checkpoints } = batch.take();
-    this.lastStore = performance.now();
-    const done = this.storeRows(
-      rows.map((r) => (r.data === null ? r : { ...r, data: jsonbSafe(r.data) })),
-      JSON.parse(checkpoints) as Record<string, number>,
-    ).catch((err: unknown) => {
-      // Not stored: back in front of what came meanwhile.
-      batch.absorb(this.pending);
-      this.pending = batch;
-      throw err;
-    });
-    const storing = { writes: batch, done: done.finally(() => (this.storing = null)) };
-    this.storing = storing;
-    return storing.done;
+    if (this.held) await this.held.settle(touches);
   }
 
   /** One statement, so one transaction: documents (a projector's only over an older position), deletes, checkpoints. */
@@ -328,9 +271,8 @@ export class PostgresReadStore implements ReadStore {
   }
 
   async close(): Promise<void> {
-    this.closing = true;
     try {
-      await this.drain();
+      await this.held?.close();
     } finally {
       await this.pool.end();
     }

@@ -15,7 +15,8 @@ import { canRunThreads } from '../sqlite-thread.js';
 import type { CommitOptions, Doc, DocWrite, FindOptions, ReadStore, Scalar, Versioned } from './port.js';
 import { ReadStoreWrites, TOMBSTONE_KEEP_MS, kindOf, toSql, type RowWrite } from './sqlite-writes.js';
 import { ReadWriterThread, readWriterModule } from './sqlite-writer.js';
-import { PendingWrites, WAIT, heldVersioned, jsonLater, readHeld, type HeldRow } from './pending-writes.js';
+import { HeldCommits } from './held-commits.js';
+import { type PendingWrites, WAIT, heldVersioned, jsonLater, readHeld, type HeldRow } from './pending-writes.js';
 
 export { TOMBSTONE_KEEP_MS };
 
@@ -25,11 +26,6 @@ const rowNow = (w: DocWrite): RowWrite => ({ collection: w.collection, id: w.id,
 
 /** Expired rows are purged at start and then at most this often, from a commit. */
 const PURGE_EVERY_MS = 10 * 60_000;
-/**
- * With `coalesceMs`: pending rows beyond this are stored at once. One transaction's rows are made JSON
- * and stored in one step of the platform thread: 5,000 of a dialer upload's contacts held it ~100 ms.
- */
-const MAX_PENDING = 1000;
 
 export class SqliteReadStore implements ReadStore {
   /** Documents and checkpoints commit in one transaction. */
@@ -42,17 +38,8 @@ export class SqliteReadStore implements ReadStore {
   private readonly writes: ReadStoreWrites;
   private readonly thread: ReadWriterThread | null = null;
   readonly checkpointer: WalCheckpointer | null = null;
-  /** With `coalesceMs`: commits not stored yet (see pending-writes.ts). */
-  private pending = new PendingWrites();
-  /** On the writer thread: the pending writes being stored. */
-  private storing: { writes: PendingWrites; done: Promise<void> } | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  /** When the last store began (performance.now()). */
-  private lastStore = -Infinity;
-  /** A store run by the timer failed: the next commit retries it and fails with it if it fails again. */
-  private failed = false;
-  private closing = false;
-  private readonly coalesceMs: number;
+  /** With `coalesceMs`: the commits held (held-commits.ts, pending-writes.ts). */
+  private readonly held: HeldCommits | null = null;
 
   /**
    * `writerThread`: the platform's read.db writes on a thread of its own where the build can run it
@@ -68,7 +55,6 @@ export class SqliteReadStore implements ReadStore {
     private readonly clock: () => number = Date.now,
     options: { writerThread?: boolean | URL; coalesceMs?: number; checkpointThread?: URL | null } = {},
   ) {
-    this.coalesceMs = options.coalesceMs ?? 0;
     // NORMAL is enough: documents and checkpoint commit together, and the log can replay them.
     this.db = openSqlite(file, 'NORMAL');
     this.db.exec(`
@@ -109,6 +95,9 @@ export class SqliteReadStore implements ReadStore {
     if (module && file !== ':memory:') this.thread = new ReadWriterThread(file, module);
     // Writes on this thread: their WAL checkpoints on a thread (wal-checkpointer.ts) where one is given.
     else this.checkpointer = WalCheckpointer.start(this.db, options.checkpointThread);
+    // On the writer thread a store ends later, so reads must know what is on its way.
+    const coalesceMs = options.coalesceMs ?? 0;
+    if (coalesceMs > 0) this.held = new HeldCommits(coalesceMs, (rows, checkpoints) => this.storeRows(rows, checkpoints), this.thread !== null);
   }
 
   async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
@@ -121,7 +110,7 @@ export class SqliteReadStore implements ReadStore {
 
   /** `get` without the promise, for a fold that reads documents back between events (replay). */
   getNow(collection: string, id: string): Doc | null {
-    if (this.coalesceMs > 0) throw new Error('getNow reads no held writes: not with coalesceMs');
+    if (this.held) throw new Error('getNow reads no held writes: not with coalesceMs');
     const row = this.stmts.get.get(collection, id, this.clock());
     return row ? (JSON.parse(row.data) as Doc) : null;
   }
@@ -136,7 +125,7 @@ export class SqliteReadStore implements ReadStore {
 
   async getVersionedMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<Versioned<T>[]> {
     if (ids.length === 0) return [];
-    const held = this.coalesceMs > 0 && this.pending.holdsAnyOf(collection, ids) ? ids.map((id) => this.fromHeld(collection, id)) : null;
+    const held = this.held?.pending.holdsAnyOf(collection, ids) ? ids.map((id) => this.fromHeld(collection, id)) : null;
     if (held && !held.includes(WAIT)) {
       // The held ones from what is held, the others from the file.
       const others = ids.filter((_, i) => held[i] === undefined);
@@ -190,12 +179,12 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async commit(writes: DocWrite[], checkpoints: Record<string, number>, options: CommitOptions = {}): Promise<void> {
-    if (this.coalesceMs <= 0) return this.storeRows(writes.map(rowNow), JSON.stringify(checkpoints));
+    if (!this.held) return this.storeRows(writes.map(rowNow), JSON.stringify(checkpoints));
     if (options.now) {
       // One transaction of its own, after any held write of the same documents or checkpoints.
       const rows = writes.map(rowNow);
       const names = Object.keys(checkpoints);
-      await this.settle((p) => rows.some((r) => p.holdsDocument(r.collection, r.id)) || (names.length > 0 && p.holdsCheckpoint(names)));
+      await this.held.settle((p) => rows.some((r) => p.holdsDocument(r.collection, r.id)) || (names.length > 0 && p.holdsCheckpoint(names)));
       return this.storeRows(rows, JSON.stringify(checkpoints));
     }
     // JSON first (or, for a frozen plain document, a check that its JSON cannot fail later): a
@@ -203,70 +192,18 @@ export class SqliteReadStore implements ReadStore {
     const rows: HeldRow[] = writes.map((w) =>
       w.doc !== null && jsonLater(w.doc) ? { collection: w.collection, id: w.id, data: undefined, doc: w.doc, position: w.position ?? null } : rowNow(w),
     );
-    if (this.failed || !rows.every((r) => this.pending.accepts(r))) {
-      this.failed = false;
-      await this.drain();
-    }
-    this.pending.add(rows, checkpoints);
-    if (this.pending.size >= MAX_PENDING) return this.drain();
-    if (this.timer) return;
-    const wait = this.lastStore + this.coalesceMs - performance.now();
-    // Idle (nothing stored lately): stored at once, as without coalescing.
-    if (wait <= 0 && !this.storing) return this.drain();
-    this.schedule(Math.max(wait, 1));
-  }
-
-  private schedule(ms: number) {
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.drain().catch(() => {
-        // Kept pending: retried by the next commit (which then fails with the error) or timer.
-        this.failed = true;
-        if (!this.timer && !this.closing) this.schedule(Math.max(this.coalesceMs, 100));
-      });
-    }, ms);
-  }
-
-  /** Stores every held write; resolves once they are committed. */
-  private async drain(): Promise<void> {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
-    while (this.storing || this.pending.size > 0) {
-      if (this.storing) await this.storing.done;
-      else await this.storePending();
-    }
+    return this.held.hold(rows, checkpoints);
   }
 
   /** A document's held write as a read would find it once stored (pending-writes.ts readHeld). */
   private fromHeld(collection: string, id: string): RowWrite | typeof WAIT | undefined {
-    if (this.coalesceMs <= 0) return undefined;
-    return readHeld(this.pending, this.storing?.writes ?? null, collection, id, () => this.stmts.versioned.get(collection, id)?.position);
+    if (!this.held) return undefined;
+    return readHeld(this.held.pending, this.held.storing?.writes ?? null, collection, id, () => this.stmts.versioned.get(collection, id)?.position);
   }
 
   /** Waits for the held writes to be stored when a read or direct write touches one of them. */
   private async settle(touches: (p: PendingWrites) => boolean): Promise<void> {
-    if (this.coalesceMs <= 0) return;
-    if (touches(this.pending) || (this.storing !== null && touches(this.storing.writes))) await this.drain();
-  }
-
-  private storePending(): Promise<void> {
-    const batch = this.pending;
-    this.pending = new PendingWrites();
-    const { rows, checkpoints } = batch.take();
-    this.lastStore = performance.now();
-    // The executor runs now (on this thread the store is done when this returns), and a throw rejects.
-    const done = new Promise<void>((resolve) => resolve(this.storeRows(rows, checkpoints))).catch((err: unknown) => {
-      // Not stored: back in front of what came meanwhile.
-      batch.absorb(this.pending);
-      this.pending = batch;
-      throw err;
-    });
-    if (!this.thread) return done;
-    const storing = { writes: batch, done: done.finally(() => (this.storing = null)) };
-    this.storing = storing;
-    return storing.done;
+    if (this.held) await this.held.settle(touches);
   }
 
   /** One transaction: on the writer thread (resolves once committed) or on this thread. */
@@ -381,9 +318,8 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async close(): Promise<void> {
-    this.closing = true;
     try {
-      await this.drain();
+      await this.held?.close();
     } finally {
       // The writes already made are answered first (the thread answers in order).
       await this.thread?.close();
